@@ -1,0 +1,76 @@
+"""Argument parsing helpers: one-line errors, shared flags and value parsers."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from flopwise.errors import FlopwiseError
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (no usage dump) and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(2)
+
+
+def typed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """Wrap a flopwise parser so argparse reports its message as the error."""
+
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except FlopwiseError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = getattr(parse, "__name__", "value")
+    return convert
+
+
+def positive_int(text: str) -> int:
+    from flopwise.units import parse_positive_int
+
+    return parse_positive_int(text, "value")
+
+
+def positive_float(text: str) -> float:
+    from flopwise.units import parse_count
+
+    return parse_count(text, "value")
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise FlopwiseError(f"{text!r} is not a number") from None
+    if value < 0 or value != value or value == float("inf"):
+        raise FlopwiseError(f"{text!r} must be a non-negative number")
+    return value
+
+
+def fraction(text: str) -> float:
+    value = non_negative_float(text)
+    if not 0 < value <= 1:
+        raise FlopwiseError(f"{text!r} must be a fraction in (0, 1], e.g. 0.4")
+    return value
+
+
+def tokens(text: str) -> float:
+    from flopwise.units import parse_count
+
+    return parse_count(text, "token count")
+
+
+def add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
+
+
+def add_db(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--db", metavar="PATH", help="results database (default: $FLOPWISE_HOME/results.sqlite)"
+    )

@@ -1,0 +1,157 @@
+"""The one description of hardware: catalog values, overridden by measurements.
+
+Planners read accelerator numbers only through ``Hardware``; each number carries its origin
+(``catalog`` with a source, or ``measured`` with a results-store id) so a plan can say where
+every input came from. Unknown stays ``None``; nothing falls back to another accelerator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from flopwise.catalog.accelerators import PEAK_FIELD_BY_DTYPE, Accelerator, get_accelerator
+from flopwise.catalog.systems import System, systems_for
+from flopwise.errors import FlopwiseError
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a hardware number came from."""
+
+    kind: str  # "catalog" | "measured" | "derived"
+    detail: str  # source URL, result id, or derivation
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "detail": self.detail}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Hardware:
+    """What one accelerator can do, as planners see it. Units in names; None = unknown."""
+
+    id: str
+    name: str
+    peak_tflops: Mapping[str, float]  # dense peak per dtype (bf16, fp8, ...)
+    matmul_tflops: Mapping[str, float]  # achievable (MAMF) per dtype: published or measured
+    memory_bytes: float | None
+    memory_bw_gbps: float | None  # peak
+    achievable_bw_gbps: float | None  # measured (e.g. STREAM triad), None if not measured
+    compute_units: int | None
+    scaleup_bw_uni_gbps: float | None
+    scaleup_domain: int
+    inter_bw_per_gpu_gbps: float | None  # per GPU per direction, from the node type
+    intra_busbw_gbps: float | None = None  # measured all-reduce busbw inside a node
+    inter_busbw_gbps: float | None = None  # measured all-reduce busbw across nodes
+    system_id: str | None = None
+    origins: Mapping[str, Origin] = field(default_factory=dict)
+    accelerator: Accelerator | None = None
+
+    def peak(self, dtype: str) -> float:
+        """Dense peak TFLOPS for dtype; a one-line error when the catalog does not know it."""
+        value = self.peak_tflops.get(dtype)
+        if value is None:
+            raise FlopwiseError(
+                f"{self.id} has no published dense {dtype} peak; known: "
+                f"{', '.join(sorted(self.peak_tflops)) or 'none'}"
+            )
+        return value
+
+    def with_measurements(self, **values: tuple[float, str]) -> Hardware:
+        """Override fields with measured values: name=(value, result_id)."""
+        origins = dict(self.origins)
+        changes: dict[str, Any] = {}
+        for name, (value, result_id) in values.items():
+            if name.startswith("matmul_tflops:"):
+                dtype = name.split(":", 1)[1]
+                mm = dict(changes.get("matmul_tflops", self.matmul_tflops))
+                mm[dtype] = value
+                changes["matmul_tflops"] = MappingProxyType(mm)
+            else:
+                changes[name] = value
+            origins[name] = Origin("measured", result_id)
+        changes["origins"] = MappingProxyType(origins)
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "peak_tflops": dict(self.peak_tflops),
+            "matmul_tflops": dict(self.matmul_tflops),
+            "memory_gib": None if self.memory_bytes is None else self.memory_bytes / 2**30,
+            "memory_bw_gbps": self.memory_bw_gbps,
+            "achievable_bw_gbps": self.achievable_bw_gbps,
+            "compute_units": self.compute_units,
+            "scaleup_bw_uni_gbps": self.scaleup_bw_uni_gbps,
+            "scaleup_domain": self.scaleup_domain,
+            "inter_bw_per_gpu_gbps": self.inter_bw_per_gpu_gbps,
+            "intra_busbw_gbps": self.intra_busbw_gbps,
+            "inter_busbw_gbps": self.inter_busbw_gbps,
+            "system": self.system_id,
+            "origins": {k: v.to_dict() for k, v in self.origins.items()},
+        }
+
+
+def _catalog_origin(acc: Accelerator, spec_field: str) -> Origin:
+    item = acc.specs[spec_field]
+    return Origin("catalog", f"{item.source} (as of {item.as_of})")
+
+
+def hardware_from_catalog(accelerator: str, system: str | None = None) -> Hardware:
+    """Build the hardware description of an accelerator (and node type) from the catalog."""
+    acc = get_accelerator(accelerator)
+    node: System | None = None
+    if system is not None:
+        from flopwise.catalog.systems import get_system
+
+        node = get_system(system)
+        if node.accelerator != acc.id:
+            raise FlopwiseError(
+                f"system {node.id} holds {node.accelerator}, not {acc.id}; pick a system "
+                f"built from {acc.id} or leave --system out"
+            )
+    else:
+        candidates = systems_for(acc.id)
+        node = candidates[0] if candidates else None
+    origins: dict[str, Origin] = {}
+    peaks: dict[str, float] = {}
+    for dtype, spec_field in PEAK_FIELD_BY_DTYPE.items():
+        if (v := acc.spec(spec_field)) is not None:
+            peaks[dtype] = v
+            origins[f"peak_tflops:{dtype}"] = _catalog_origin(acc, spec_field)
+    matmul: dict[str, float] = {}
+    for dtype in ("bf16", "fp16", "fp8"):
+        if (v := acc.mamf_tflops(dtype)) is not None:
+            matmul[dtype] = v
+            origins[f"matmul_tflops:{dtype}"] = _catalog_origin(
+                acc, "mamf_fp8_tflops" if dtype == "fp8" else "mamf_bf16_tflops"
+            )
+    for spec_field in ("memory_bw_gbps", "compute_units", "scaleup_bw_uni_gbps", "scaleup_domain"):
+        if spec_field in acc.specs:
+            origins[spec_field] = _catalog_origin(acc, spec_field)
+    domain = acc.spec("scaleup_domain")
+    inter = None
+    if node is not None:
+        inter = node.inter_bw_per_gpu_gbps or None
+        origins["inter_bw_per_gpu_gbps"] = Origin("catalog", f"system {node.id}: {node.source}")
+    cu = acc.spec("compute_units")
+    return Hardware(
+        id=acc.id,
+        name=acc.name,
+        peak_tflops=MappingProxyType(peaks),
+        matmul_tflops=MappingProxyType(matmul),
+        memory_bytes=acc.memory_bytes,
+        memory_bw_gbps=acc.memory_bw_gbps,
+        achievable_bw_gbps=None,
+        compute_units=None if cu is None else int(cu),
+        scaleup_bw_uni_gbps=acc.spec("scaleup_bw_uni_gbps")
+        or (node.intra_bw_uni_gbps if node else None),
+        scaleup_domain=int(domain) if domain else (node.scaleup_domain if node else 1),
+        inter_bw_per_gpu_gbps=inter,
+        system_id=None if node is None else node.id,
+        origins=MappingProxyType(origins),
+        accelerator=acc,
+    )

@@ -1,0 +1,38 @@
+"""Named efficiency constants shared by every planner, each with where its value comes from.
+
+These are the few knobs of the performance model. They are fitted to physics and published
+hardware figures (MAMF, STREAM, nccl-tests), never to individual training or inference rows, and
+every one is overridden by a measurement when the results store has one.
+"""
+
+from __future__ import annotations
+
+#: Achievable fraction of dense peak for large GEMMs when no MAMF (published or measured) is
+#: known. Published bf16 MAMF/peak (stas00/ml-engineering compute/accelerator/README.md):
+#: A100 86.9%, H100 80.3%, B200 77.6%, MI300X 51.4%; NVIDIA median ~0.80.
+GEMM_FRACTION_WITHOUT_MAMF = 0.80
+
+#: GEMM tile edge (elements) used for tile and wave quantization: CUTLASS/cuBLAS pick 128x128 or
+#: 128x256 CTA tiles for large bf16 GEMMs (NVIDIA "Matrix Multiplication Background User's Guide").
+GEMM_TILE = 128
+
+#: Fixed cost of launching one kernel, seconds (CUDA launch latency is 2-5 us; NVIDIA CUDA
+#: best-practices guide). Matters only for small decode-time kernels.
+KERNEL_LAUNCH_S = 4e-6
+
+#: Achievable fraction of peak HBM bandwidth for streaming kernels when none was measured.
+#: BabelStream/STREAM triad on A100-80GB reaches ~1.7-1.8 of 2.04 TB/s and on H100 SXM ~3.0 of
+#: 3.35 TB/s (~0.85-0.9); we use 0.85.
+MEMORY_BW_FRACTION = 0.85
+
+#: Achievable fraction of link bandwidth for large collectives (busbw / link rate). nccl-tests
+#: all_reduce busbw: DGX-A100 ~230 of 300 GB/s NVLink (0.77), DGX-H100 ~360-480 of 450 GB/s
+#: with NVLS; InfiniBand NDR 400 Gb/s reaches ~45-48 GB/s of 50 (0.9-0.96). 0.80 for
+#: scale-up, 0.90 for scale-out.
+SCALEUP_LINK_FRACTION = 0.80
+SCALEOUT_LINK_FRACTION = 0.90
+
+#: Per-step latency (alpha) of a collective, seconds. NCCL small-message all_reduce latency is
+#: ~10 us inside an NVLink node and ~20-30 us across InfiniBand nodes (nccl-tests, 8 B rows).
+SCALEUP_ALPHA_S = 10e-6
+SCALEOUT_ALPHA_S = 25e-6

@@ -1,0 +1,172 @@
+"""Bytes: weights per dtype, KV cache per token (GQA/MLA/sliding-window aware), training state."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from flopwise.errors import FlopwiseError
+from flopwise.workload.params import ParamCounts
+from flopwise.workload.spec import ModelSpec
+
+#: Bytes per element for weight / KV / activation dtypes.
+DTYPE_BYTES: Mapping[str, float] = MappingProxyType(
+    {
+        "fp32": 4.0,
+        "tf32": 4.0,
+        "bf16": 2.0,
+        "fp16": 2.0,
+        "fp8": 1.0,
+        "int8": 1.0,
+        "int4": 0.5,
+        "fp4": 0.5,
+    }
+)
+
+_DTYPE_ALIASES: Mapping[str, str] = MappingProxyType(
+    {
+        "float32": "fp32",
+        "float": "fp32",
+        "bfloat16": "bf16",
+        "float16": "fp16",
+        "half": "fp16",
+        "float8": "fp8",
+        "float8_e4m3fn": "fp8",
+        "e4m3": "fp8",
+        "mxfp4": "fp4",
+        "nvfp4": "fp4",
+    }
+)
+
+
+def normalize_dtype(name: str, allowed: tuple[str, ...] | None = None) -> str:
+    """'bfloat16' -> 'bf16'; a dtype outside `allowed` is a one-line error listing them."""
+    key = name.strip().lower()
+    key = _DTYPE_ALIASES.get(key, key)
+    valid = allowed or tuple(DTYPE_BYTES)
+    if key not in valid:
+        raise FlopwiseError(f"unknown dtype {name!r}; valid: {', '.join(valid)}")
+    return key
+
+
+def weight_bytes(counts: ParamCounts, dtype: str = "bf16") -> float:
+    """Bytes to hold all weights in `dtype` (quantisation scales are ignored: <1% for int4 g128)."""
+    return counts.total * DTYPE_BYTES[normalize_dtype(dtype)]
+
+
+def kv_bytes_per_token_per_layer(spec: ModelSpec, dtype: str = "bf16") -> float:
+    """KV cache bytes one token adds to one full-attention layer.
+
+    GQA/MQA: kv_heads x (d_k + d_v). MLA caches the compressed latent plus the rope key.
+    """
+    b = DTYPE_BYTES[normalize_dtype(dtype)]
+    if spec.is_mla:
+        return (spec.kv_lora_rank + spec.qk_rope_head_dim) * b
+    return spec.kv_heads * (spec.head_dim + spec.v_head_dim) * b
+
+
+def kv_cache_bytes_per_token(spec: ModelSpec, dtype: str = "bf16") -> float:
+    """KV bytes per token summed over all layers (upper bound when some layers slide)."""
+    return spec.layers * kv_bytes_per_token_per_layer(spec, dtype)
+
+
+def kv_cache_bytes(spec: ModelSpec, tokens: float, dtype: str = "bf16") -> float:
+    """KV bytes for one sequence of `tokens` tokens; sliding-window layers keep only the window."""
+    per_layer = kv_bytes_per_token_per_layer(spec, dtype)
+    full = spec.layers - spec.sliding_layers
+    window = min(tokens, spec.sliding_window) if spec.sliding_window else tokens
+    return per_layer * (full * tokens + spec.sliding_layers * window)
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingRecipe:
+    """Bytes per parameter of training state for one precision recipe, with its source."""
+
+    name: str
+    weights: float
+    grads: float
+    master: float
+    optimizer: float
+    source: str
+    note: str = ""
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.grads + self.master + self.optimizer
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "weights": self.weights,
+            "grads": self.grads,
+            "master": self.master,
+            "optimizer": self.optimizer,
+            "total": self.total,
+            "source": self.source,
+            "note": self.note,
+        }
+
+
+TRAINING_RECIPES: Mapping[str, TrainingRecipe] = MappingProxyType(
+    {
+        r.name: r
+        for r in (
+            TrainingRecipe(
+                "bf16-adam",
+                2,
+                4,
+                4,
+                8,
+                "Rajbhandari et al. 2020 (arXiv:1910.02054) §3.1; stas00/ml-engineering: "
+                "'8 bytes for AdamW states, 4 bytes for grads, 4+2 bytes for weights'",
+                "bf16 weights, fp32 grads, fp32 master weights, fp32 Adam moments (18 B/param)",
+            ),
+            TrainingRecipe(
+                "bf16-adam-bf16-grads",
+                2,
+                2,
+                4,
+                8,
+                "ZeRO paper's 16 B/param mixed-precision accounting (arXiv:1910.02054 §3.1)",
+                "gradients kept in bf16 (16 B/param)",
+            ),
+            TrainingRecipe(
+                "fp8-adam",
+                3,
+                4,
+                4,
+                8,
+                "NVIDIA Transformer Engine: bf16 weights plus an fp8 weight copy for GEMMs",
+                "fp8 GEMMs with bf16 weights + fp8 cache, fp32 grads/master/Adam (19 B/param)",
+            ),
+            TrainingRecipe(
+                "fp8-deepseek-v3",
+                1,
+                4,
+                4,
+                4,
+                "DeepSeek-V3 technical report (arXiv:2412.19437) §3.3: fp8 GEMM weights, fp32 "
+                "master weights and grads, bf16 AdamW moments",
+                "13 B/param",
+            ),
+            TrainingRecipe("fp32-adam", 4, 4, 0, 8, "plain fp32 training with Adam", "16 B/param"),
+        )
+    }
+)
+
+#: The seed's first-order memory rule of thumb (stas00/ml-engineering, training/model
+#: parallelism): training needs 18 B/param, inference 2 B/param, each with 25% headroom.
+SEED_TRAIN_BYTES_PER_PARAM = 18.0
+SEED_INFER_BYTES_PER_PARAM = 2.0
+SEED_HEADROOM = 1.25
+
+
+def get_recipe(name: str) -> TrainingRecipe:
+    recipe = TRAINING_RECIPES.get(name)
+    if recipe is None:
+        raise FlopwiseError(
+            f"unknown training recipe {name!r}; valid: {', '.join(TRAINING_RECIPES)}"
+        )
+    return recipe

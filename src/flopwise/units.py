@@ -41,7 +41,7 @@ _SIZE_SUFFIX = {
     "tb": TB,
     "tib": TIB,
 }
-_NUM = r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)"
+_NUM = r"(-?[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)"
 
 
 def parse_count(text: str | float | int, what: str = "count") -> float:

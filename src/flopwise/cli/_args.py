@@ -31,16 +31,21 @@ def typed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return convert
 
 
-def positive_int(text: str) -> int:
+def _positive_int(text: str) -> int:
     from flopwise.units import parse_positive_int
 
     return parse_positive_int(text, "value")
 
 
-def positive_float(text: str) -> float:
+def _positive_float(text: str) -> float:
     from flopwise.units import parse_count
 
     return parse_count(text, "value")
+
+
+#: argparse types: a bad value becomes "argument --gpus: value must be a positive number, got '-8'"
+positive_int = typed(_positive_int)
+positive_float = typed(_positive_float)
 
 
 def non_negative_float(text: str) -> float:

@@ -14,6 +14,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "flopwise.cli.catalog_cmd",
     "flopwise.cli.model_cmd",
     "flopwise.cli.plan_cmd",
+    "flopwise.cli.bench_cmd",
     "flopwise.cli.results_cmd",
 )
 

@@ -1,0 +1,21 @@
+"""`flopwise bench matmul|memory|comms|io`: the group; each benchmark registers itself."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+#: One module per benchmark, each with register(bench_subparsers).
+BENCH_MODULES: tuple[str, ...] = ()
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "bench",
+        help="measure what this machine delivers (matmul, memory, comms, io)",
+        description="Measure achievable matmul TFLOPS, memory bandwidth, collective bandwidth "
+        "and storage throughput. Results are stored with their provenance (flopwise results).",
+    )
+    bsub = p.add_subparsers(dest="bench_cmd", required=True, metavar="WHAT", parser_class=type(p))
+    for name in BENCH_MODULES:
+        import_module(name).register(bsub)

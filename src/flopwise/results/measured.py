@@ -1,0 +1,114 @@
+"""Measured numbers into the hardware description: `--measured [ID|latest]`.
+
+Contract with the benchmarks (the `summary` each stores):
+- matmul: ``{"dtype": "bf16", "best_tflops": float, ...}``
+- memory: ``{"triad_gbps": float, ...}`` (BabelStream triad is the bandwidth planners use)
+- comms:  ``{"op": "all_reduce", "busbw_gbps": float, "group": "intra"|"inter"|"all",
+  "nodes": int}`` (peak busbw over sizes)
+Only complete runs for the same accelerator id are used.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from flopwise.errors import FlopwiseError
+from flopwise.hardware import Hardware, Origin
+from flopwise.results.store import ResultStore, StoredResult
+
+CPU_ID = "cpu"
+
+
+def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = None) -> Hardware:
+    """Return `hw` with measured matmul TFLOPS, memory bandwidth and busbw where stored.
+
+    `selector` is 'latest' (newest complete run of each kind) or one result id (used for its
+    kind; the other kinds then come from their latest runs).
+    """
+    store = ResultStore(db)
+    values: dict[str, tuple[float, str]] = {}
+    found = False
+    pinned = None if selector == "latest" else _select_any(store, hw.id, selector)
+    for kind in ("matmul", "memory", "comms"):
+        result = pinned if pinned is not None and pinned.kind == kind else store.latest(kind, hw.id)
+        if result is None:
+            continue
+        found = True
+        ref = f"result {result.id} ({result.created_at}, {result.host})"
+        s = result.summary
+        if kind == "matmul" and s.get("best_tflops"):
+            dtype = str(s.get("dtype", "bf16"))
+            values[f"matmul_tflops:{dtype}"] = (float(s["best_tflops"]), ref)
+        elif kind == "memory" and s.get("triad_gbps"):
+            values["achievable_bw_gbps"] = (float(s["triad_gbps"]), ref)
+        elif kind == "comms" and s.get("busbw_gbps"):
+            group = s.get("group", "all")
+            multi_node = int(s.get("nodes", 1) or 1) > 1
+            name = "inter_busbw_gbps" if group == "inter" or multi_node else "intra_busbw_gbps"
+            values[name] = (float(s["busbw_gbps"]), ref)
+    if not found:
+        raise FlopwiseError(
+            f"no stored measurements for {hw.id}; run `flopwise bench matmul` and "
+            "`flopwise bench memory` on that machine first"
+        )
+    return hw.with_measurements(**values)
+
+
+def _select_any(store: ResultStore, accelerator: str, selector: str) -> StoredResult:
+    try:
+        result_id = int(selector)
+    except ValueError:
+        raise FlopwiseError(f"--measured takes a result id or 'latest', got {selector!r}") from None
+    result = store.get(result_id)
+    if result.accelerator != accelerator:
+        raise FlopwiseError(
+            f"result {result_id} was measured on {result.accelerator or 'an unknown device'}, "
+            f"not {accelerator}"
+        )
+    return result
+
+
+def cpu_hardware(db: str | None = None, selector: str = "latest") -> Hardware:
+    """This machine's CPU as an accelerator: every number comes from stored measurements."""
+    base = Hardware(
+        id=CPU_ID,
+        name="host CPU (measured)",
+        peak_tflops=MappingProxyType({}),
+        matmul_tflops=MappingProxyType({}),
+        memory_bytes=None,
+        memory_bw_gbps=None,
+        achievable_bw_gbps=None,
+        compute_units=None,
+        scaleup_bw_uni_gbps=None,
+        scaleup_domain=1,
+        inter_bw_per_gpu_gbps=None,
+        origins=MappingProxyType({"id": Origin("measured", "host CPU")}),
+    )
+    hw = apply_measurements(base, selector, db)
+    # Memory capacity of the host, so `fits` is answerable.
+    try:
+        import os
+
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return hw
+    return hw.with_measurements(memory_bytes=(float(pages), "os.sysconf physical memory"))
+
+
+def hardware_for(
+    accelerator: str,
+    system: str | None = None,
+    measured: str | None = None,
+    db: str | None = None,
+) -> Hardware:
+    """The hardware description planners use: catalog values, then measurements if asked."""
+    from flopwise.hardware import hardware_from_catalog
+
+    if accelerator.strip().lower() == CPU_ID:
+        if measured is None:
+            raise FlopwiseError(
+                "--accelerator cpu needs --measured latest (run flopwise bench matmul/memory first)"
+            )
+        return cpu_hardware(db, measured)
+    hw = hardware_from_catalog(accelerator, system)
+    return hw if measured is None else apply_measurements(hw, measured, db)

@@ -124,7 +124,7 @@ def test_aliases_resolve(alias: str, ident: str) -> None:
 
 
 def test_unknown_accelerator_suggests() -> None:
-    with pytest.raises(FlopwiseError, match="did you mean.*h100"):
+    with pytest.raises(FlopwiseError, match=r"did you mean.*h100"):
         get_accelerator("h100-sxmm")
 
 

@@ -1,4 +1,4 @@
-"""`flopwise catalog accelerators|systems|models`."""
+"""`flopwise catalog accelerators|systems|models` (offers and refresh: cli/offers_cmd.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from flopwise.cli._args import add_json
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "catalog",
-        help="list the embedded catalog (accelerators, systems, models)",
+        help="list the embedded catalog (accelerators, systems, models, offers)",
         description="List the embedded catalog. Rows in $FLOPWISE_HOME/catalog/ add to or "
         "override embedded rows with the same id.",
     )
@@ -24,6 +24,9 @@ def register(sub: Any) -> None:
         q = csub.add_parser(name, help=help_, description=help_)
         add_json(q)
         q.set_defaults(func=run)
+    from flopwise.cli.offers_cmd import register_offers
+
+    register_offers(csub)
 
 
 def run(args: argparse.Namespace) -> int:

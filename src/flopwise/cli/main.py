@@ -16,6 +16,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "flopwise.cli.plan_cmd",
     "flopwise.cli.bench_cmd",
     "flopwise.cli.results_cmd",
+    "flopwise.cli.compare_cmd",
+    "flopwise.cli.report_cmd",
 )
 
 

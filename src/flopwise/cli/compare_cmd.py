@@ -1,0 +1,177 @@
+"""`flopwise compare train|infer MODEL [job flags]`: the job on every offer, Pareto-marked."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from flopwise.cli._args import (
+    add_json,
+    fraction,
+    non_negative_float,
+    positive_int,
+    tokens,
+    typed,
+)
+
+
+def _csv_list(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def add_where_args(p: argparse.ArgumentParser) -> None:
+    """Which candidates: offers (filtered) or catalog accelerators at a price."""
+    p.add_argument(
+        "--accelerators",
+        type=_csv_list,
+        metavar="A,B,...",
+        help="compare these accelerators (or system ids) on their catalog node types instead of "
+        "offers; priced by --price-per-gpu-hour or the cheapest catalog offer",
+    )
+    p.add_argument(
+        "--price-per-gpu-hour",
+        type=typed(non_negative_float),
+        metavar="USD",
+        help="price for --accelerators (offers carry their own prices)",
+    )
+    p.add_argument(
+        "--provider", type=_csv_list, metavar="A,B", help="only offers of these providers"
+    )
+    p.add_argument(
+        "--max-price",
+        type=typed(non_negative_float),
+        metavar="USD",
+        help="only offers at most this many dollars per instance-hour",
+    )
+    p.add_argument(
+        "--sort", choices=("cost", "time"), default="cost", help="row order (default: cost)"
+    )
+
+
+def add_train_job_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "model", metavar="MODEL", help="catalog id, alias, HF repo name or config.json path"
+    )
+    p.add_argument(
+        "--gpus", type=positive_int, required=True, metavar="N", help="number of accelerators"
+    )
+    p.add_argument(
+        "--tokens",
+        type=typed(tokens),
+        required=True,
+        metavar="N",
+        help="training tokens: 15T, 300B, 2e12",
+    )
+    p.add_argument("--seq-len", type=positive_int, metavar="N", help="sequence length")
+    p.add_argument(
+        "--dtype", default="bf16", choices=("bf16", "fp16", "fp8"), help="GEMM dtype (default bf16)"
+    )
+    p.add_argument(
+        "--mfu",
+        type=typed(fraction),
+        metavar="X",
+        help="assumed MFU where the first-order estimate is used (default 0.40)",
+    )
+    add_where_args(p)
+
+
+def add_infer_job_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "model", metavar="MODEL", help="catalog id, alias, HF repo name or config.json path"
+    )
+    p.add_argument(
+        "--gpus",
+        type=positive_int,
+        metavar="N",
+        help="GPUs per model replica (default: the fewest that fit in one instance)",
+    )
+    p.add_argument("--batch", type=positive_int, default=1, metavar="N", help="concurrent requests")
+    p.add_argument("--input-len", type=positive_int, default=2048, metavar="N")
+    p.add_argument("--output-len", type=positive_int, default=256, metavar="N")
+    p.add_argument(
+        "--weight-dtype", default="bf16", choices=("bf16", "fp16", "fp8", "int8", "int4")
+    )
+    p.add_argument("--kv-dtype", default="bf16", choices=("bf16", "fp8", "int8"))
+    add_where_args(p)
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="run one job on every cloud offer (or accelerator): time, cost, Pareto front",
+        description="Plan the same job on every offer in the catalog (or on --accelerators) and "
+        "list GPUs/instances, time, cost and whether the offer's network is what the plan "
+        "assumes. Rows no other row beats on both time and cost are marked Pareto-optimal.",
+    )
+    csub = p.add_subparsers(dest="compare_cmd", required=True, metavar="JOB", parser_class=type(p))
+    t = csub.add_parser("train", help="training: days and total cost per offer")
+    add_train_job_args(t)
+    add_json(t)
+    t.set_defaults(func=run)
+    i = csub.add_parser("infer", help="inference: latency and $ per million output tokens")
+    add_infer_job_args(i)
+    add_json(i)
+    i.set_defaults(func=run)
+
+
+def compare_from_args(args: argparse.Namespace) -> Any:
+    """Build the job and candidates from parsed flags and run the comparison."""
+    from flopwise.compare import (
+        InferJob,
+        TrainJob,
+        compare_infer,
+        compare_train,
+        from_accelerators,
+        from_offers,
+    )
+    from flopwise.errors import FlopwiseError
+    from flopwise.workload.hf import load_model
+
+    model = load_model(args.model)
+    if args.accelerators:
+        if args.provider or args.max_price is not None:
+            raise FlopwiseError("--provider and --max-price filter offers; drop --accelerators")
+        candidates = from_accelerators(args.accelerators, args.price_per_gpu_hour)
+    else:
+        if args.price_per_gpu_hour is not None:
+            raise FlopwiseError(
+                "--price-per-gpu-hour prices --accelerators; offers carry their own prices"
+            )
+        candidates = from_offers(providers=args.provider, max_price_per_hour=args.max_price)
+    if args.compare_cmd == "train":
+        seq = args.seq_len
+        if seq and seq > model.max_seq_len:
+            raise FlopwiseError(
+                f"--seq-len {seq} exceeds {model.name}'s context of {model.max_seq_len} tokens"
+            )
+        job = TrainJob(
+            tokens=args.tokens, gpus=args.gpus, seq_len=seq, dtype=args.dtype, mfu=args.mfu
+        )
+        return compare_train(model, job, candidates, sort=args.sort)
+    if args.input_len + args.output_len > model.max_seq_len:
+        raise FlopwiseError(
+            f"--input-len + --output-len = {args.input_len + args.output_len} exceeds "
+            f"{model.name}'s context of {model.max_seq_len} tokens"
+        )
+    ijob = InferJob(
+        batch=args.batch,
+        input_len=args.input_len,
+        output_len=args.output_len,
+        weight_dtype=args.weight_dtype,
+        kv_dtype=args.kv_dtype,
+        gpus=args.gpus,
+    )
+    return compare_infer(model, ijob, candidates, sort=args.sort)
+
+
+def run(args: argparse.Namespace) -> int:
+    result = compare_from_args(args)
+    if args.json:
+        from flopwise.present.jsonout import emit
+
+        emit(result.to_dict())
+    else:
+        from flopwise.present.compare_view import show_compare
+
+        show_compare(result.to_dict())
+    return 0

@@ -1,0 +1,17 @@
+"""Compare accelerators and cloud offers on one job: time, cost, network, Pareto front."""
+
+from flopwise.compare.candidates import Candidate, from_accelerators, from_offers
+from flopwise.compare.engine import CompareResult, compare_infer, compare_train, mark_pareto
+from flopwise.compare.jobs import InferJob, TrainJob
+
+__all__ = [
+    "Candidate",
+    "CompareResult",
+    "InferJob",
+    "TrainJob",
+    "compare_infer",
+    "compare_train",
+    "from_accelerators",
+    "from_offers",
+    "mark_pareto",
+]

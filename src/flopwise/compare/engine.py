@@ -1,0 +1,292 @@
+"""Run one job on every candidate: instances, time, cost, network verdict, Pareto front."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from flopwise.compare import planners
+from flopwise.compare.candidates import Candidate
+from flopwise.compare.jobs import InferJob, TrainJob
+from flopwise.compare.network import network_check
+from flopwise.errors import FlopwiseError
+from flopwise.hardware import Hardware
+from flopwise.units import SECONDS_PER_HOUR
+from flopwise.workload.spec import ModelSpec
+
+SORTS: tuple[str, ...] = ("cost", "time")
+
+#: Inference replicas are tensor-parallel groups inside one instance: these sizes are tried,
+#: smallest first, and the first that fits is used (TP across instances is not offered).
+INFER_TP_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+
+
+@dataclass(frozen=True, slots=True)
+class CompareResult:
+    """Rows (sorted, Pareto-marked), the candidates that cannot run the job and why."""
+
+    kind: str  # "train" | "infer"
+    model: dict[str, Any]
+    job: dict[str, Any]
+    sort: str
+    time_metric: str
+    cost_metric: str
+    rows: tuple[dict[str, Any], ...]
+    excluded: tuple[dict[str, Any], ...]
+    chosen: dict[str, Any] | None  # the top row's full plan and hardware, for the report
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "model": self.model,
+            "job": self.job,
+            "sort": self.sort,
+            "time_metric": self.time_metric,
+            "cost_metric": self.cost_metric,
+            "rows": [dict(r) for r in self.rows],
+            "excluded": [dict(e) for e in self.excluded],
+            "chosen": self.chosen,
+        }
+
+
+HardwareFor = Callable[[Candidate], Hardware]
+
+
+def _default_hw(c: Candidate) -> Hardware:
+    from flopwise.results.measured import hardware_for
+
+    return hardware_for(c.accelerator, c.system_id)
+
+
+def _excluded(c: Candidate, reason: str) -> dict[str, Any]:
+    return {**c.to_dict(), "reason": reason}
+
+
+def mark_pareto(rows: Sequence[dict[str, Any]], time_key: str, cost_key: str) -> None:
+    """Set row['pareto']: True when no other row is both no slower and no dearer, and better in
+    one; rows without a time or a cost are never on the front."""
+    known = [r for r in rows if r.get(time_key) is not None and r.get(cost_key) is not None]
+    for r in rows:
+        r["pareto"] = False
+    for r in known:
+        t, c = r[time_key], r[cost_key]
+        r["pareto"] = not any(
+            o[time_key] <= t and o[cost_key] <= c and (o[time_key] < t or o[cost_key] < c)
+            for o in known
+        )
+
+
+def sort_rows(rows: list[dict[str, Any]], sort: str, time_key: str, cost_key: str) -> None:
+    if sort not in SORTS:
+        raise FlopwiseError(f"--sort must be one of {', '.join(SORTS)}, got {sort!r}")
+    inf = math.inf
+    first, second = (cost_key, time_key) if sort == "cost" else (time_key, cost_key)
+    rows.sort(
+        key=lambda r: (
+            inf if r.get(first) is None else r[first],
+            inf if r.get(second) is None else r[second],
+            r["provider"],
+            r["instance"],
+        )
+    )
+
+
+def _model_summary(model: ModelSpec) -> dict[str, Any]:
+    from flopwise.workload.params import count_params
+
+    c = count_params(model)
+    return {"name": model.name, "params": c.total, "active_params": c.active}
+
+
+def compare_train(
+    model: ModelSpec,
+    job: TrainJob,
+    candidates: Sequence[Candidate],
+    *,
+    sort: str = "cost",
+    hardware: HardwareFor = _default_hw,
+) -> CompareResult:
+    rows: list[dict[str, Any]] = []
+    excluded: list[dict[str, Any]] = []
+    hw_by_row: dict[int, Hardware] = {}
+    for c in candidates:
+        instances = math.ceil(job.gpus / c.gpus_per_instance)
+        try:
+            hw = hardware(c)
+            node = hw.scaleup_domain if c.system_id is None else _gpus_per_node(c.system_id)
+            if instances > 1 and c.gpus_per_instance < node:
+                raise FlopwiseError(
+                    f"{c.gpus_per_instance}-GPU instances are slices of a {node}-GPU node; a "
+                    f"{job.gpus}-GPU job needs whole nodes on a cluster network"
+                )
+            if instances > 1 and c.gpus_per_instance == 1 and c.network_gbit_s is None:
+                raise FlopwiseError(
+                    f"single-GPU instances with no published cluster network cannot be assumed "
+                    f"to form a {job.gpus}-GPU cluster"
+                )
+            hw, net = network_check(hw, c.network_gbit_s, c.gpus_per_instance, instances)
+            est = planners.train_estimate(model, hw, job.gpus, job)
+        except FlopwiseError as exc:
+            excluded.append(_excluded(c, str(exc)))
+            continue
+        if est["fits"] is False:
+            excluded.append(
+                _excluded(
+                    c,
+                    f"does not fit: {est['memory_per_gpu_gib']:.1f} GiB per GPU needed, "
+                    f"{est['device_memory_gib']:.1f} GiB on {c.accelerator}",
+                )
+            )
+            continue
+        hours = est["train_days"] * 24.0
+        cost = None if c.price_per_hour is None else c.price_per_hour * instances * hours
+        row = {
+            **c.to_dict(),
+            "gpus": job.gpus,
+            "instances": instances,
+            "gpus_billed": instances * c.gpus_per_instance,
+            "method": est["method"],
+            "step_time_s": est["step_time_s"],
+            "mfu": est["mfu"],
+            "train_days": est["train_days"],
+            "gpu_hours": est["gpu_hours"],
+            "cost_usd": cost,
+            "memory_per_gpu_gib": est["memory_per_gpu_gib"],
+            "device_memory_gib": est["device_memory_gib"],
+            "fits": est["fits"],
+            "layout": est["layout"],
+            "breakdown": est["breakdown"],
+            "memory_breakdown": est["memory_breakdown"],
+            "network": net,
+        }
+        hw_by_row[id(row)] = hw
+        row["_plan"] = est["plan"]
+        rows.append(row)
+    return _finish(
+        "train", model, job.to_dict(), rows, excluded, sort, "train_days", "cost_usd", hw_by_row
+    )
+
+
+def _gpus_per_node(system_id: str) -> int:
+    from flopwise.catalog.systems import get_system
+
+    return get_system(system_id).gpus_per_node
+
+
+def compare_infer(
+    model: ModelSpec,
+    job: InferJob,
+    candidates: Sequence[Candidate],
+    *,
+    sort: str = "cost",
+    hardware: HardwareFor = _default_hw,
+) -> CompareResult:
+    rows: list[dict[str, Any]] = []
+    excluded: list[dict[str, Any]] = []
+    hw_by_row: dict[int, Hardware] = {}
+    for c in candidates:
+        sizes = (job.gpus,) if job.gpus else INFER_TP_SIZES
+        tried = [s for s in sizes if s <= c.gpus_per_instance and c.gpus_per_instance % s == 0]
+        est = None
+        reason = f"a {job.gpus}-GPU replica does not fit in a {c.gpus_per_instance}-GPU instance"
+        try:
+            hw = hardware(c)
+            hw, net = network_check(hw, c.network_gbit_s, c.gpus_per_instance, 1)
+            for tp in tried:
+                e = planners.infer_estimate(model, hw, tp, job)
+                if e["fits"] is not False:
+                    est = e
+                    break
+                reason = (
+                    f"does not fit in {c.gpus_per_instance} x {c.accelerator}: "
+                    f"{e['memory_per_gpu_gib']:.1f} GiB per GPU needed at {tp} GPUs, "
+                    f"{e['device_memory_gib']:.1f} GiB available"
+                )
+        except FlopwiseError as exc:
+            excluded.append(_excluded(c, str(exc)))
+            continue
+        if est is None:
+            excluded.append(_excluded(c, reason))
+            continue
+        replica = int(est["layout"]["tp"]) if est.get("layout") else (job.gpus or 1)
+        replicas = c.gpus_per_instance // replica
+        tokens_per_s = est["output_tokens_per_s"] * replicas
+        cost = None
+        if c.price_per_hour is not None and tokens_per_s:
+            cost = c.price_per_hour / (tokens_per_s * SECONDS_PER_HOUR) * 1e6
+        row = {
+            **c.to_dict(),
+            "gpus": c.gpus_per_instance,
+            "instances": 1,
+            "gpus_billed": c.gpus_per_instance,
+            "gpus_per_replica": replica,
+            "replicas": replicas,
+            "method": est["method"],
+            "ttft_ms": est["ttft_ms"],
+            "tpot_ms": est["tpot_ms"],
+            "e2e_latency_s": est["e2e_latency_s"],
+            "output_tokens_per_s": tokens_per_s,
+            "cost_per_million_output_tokens": cost,
+            "memory_per_gpu_gib": est["memory_per_gpu_gib"],
+            "device_memory_gib": est["device_memory_gib"],
+            "fits": est["fits"],
+            "layout": est["layout"],
+            "breakdown": est["breakdown"],
+            "memory_breakdown": est["memory_breakdown"],
+            "network": net,
+        }
+        hw_by_row[id(row)] = hw
+        row["_plan"] = est["plan"]
+        rows.append(row)
+    return _finish(
+        "infer",
+        model,
+        job.to_dict(),
+        rows,
+        excluded,
+        sort,
+        "e2e_latency_s",
+        "cost_per_million_output_tokens",
+        hw_by_row,
+    )
+
+
+def _finish(
+    kind: str,
+    model: ModelSpec,
+    job: dict[str, Any],
+    rows: list[dict[str, Any]],
+    excluded: list[dict[str, Any]],
+    sort: str,
+    time_key: str,
+    cost_key: str,
+    hw_by_row: dict[int, Hardware],
+) -> CompareResult:
+    mark_pareto(rows, time_key, cost_key)
+    sort_rows(rows, sort, time_key, cost_key)
+    chosen = None
+    if rows:
+        top = rows[0]
+        chosen = {
+            "provider": top["provider"],
+            "instance": top["instance"],
+            "region": top["region"],
+            "accelerator": top["accelerator"],
+            "plan": top["_plan"],
+            "hardware": hw_by_row[id(top)].to_dict(),
+        }
+    for r in rows:
+        del r["_plan"]
+    return CompareResult(
+        kind=kind,
+        model=_model_summary(model),
+        job=job,
+        sort=sort,
+        time_metric=time_key,
+        cost_metric=cost_key,
+        rows=tuple(rows),
+        excluded=tuple(excluded),
+        chosen=chosen,
+    )

@@ -1,0 +1,79 @@
+"""What the user wants to run, independent of where: the job half of a comparison."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from flopwise.errors import FlopwiseError
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TrainJob:
+    """Train on `tokens` tokens using `gpus` accelerators (whole instances are billed)."""
+
+    tokens: float
+    gpus: int
+    seq_len: int | None = None
+    dtype: str = "bf16"
+    mfu: float | None = None  # only the first-order estimate uses an assumed MFU
+    #: Layout/planner flags passed through to the training planner unchanged (tp, pp, zero, ...).
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        if self.tokens <= 0:
+            raise FlopwiseError(f"--tokens must be positive, got {self.tokens}")
+        if self.gpus < 1:
+            raise FlopwiseError(f"--gpus must be at least 1, got {self.gpus}")
+        if self.mfu is not None and not 0 < self.mfu <= 1:
+            raise FlopwiseError(f"--mfu must be in (0, 1], got {self.mfu}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "train",
+            "tokens": self.tokens,
+            "gpus": self.gpus,
+            "seq_len": self.seq_len,
+            "dtype": self.dtype,
+            "mfu": self.mfu,
+            "options": dict(self.options),
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InferJob:
+    """Serve `batch` concurrent requests of input_len prompt and output_len generated tokens.
+
+    `gpus` is the size of one model replica (tensor parallel group); None lets the comparison
+    pick the smallest that fits in one instance.
+    """
+
+    batch: int = 1
+    input_len: int = 2048
+    output_len: int = 256
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    gpus: int | None = None
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        for name in ("batch", "input_len", "output_len"):
+            value = getattr(self, name)
+            if value < 1:
+                raise FlopwiseError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+        if self.gpus is not None and self.gpus < 1:
+            raise FlopwiseError(f"--gpus must be at least 1, got {self.gpus}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "infer",
+            "batch": self.batch,
+            "input_len": self.input_len,
+            "output_len": self.output_len,
+            "weight_dtype": self.weight_dtype,
+            "kv_dtype": self.kv_dtype,
+            "gpus": self.gpus,
+            "options": dict(self.options),
+        }

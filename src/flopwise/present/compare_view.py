@@ -1,0 +1,107 @@
+"""Terminal view of a comparison (rows from CompareResult.to_dict(); nothing is computed here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flopwise.present.console import console, fmt_count, fmt_money, fmt_num, table
+
+_NET = {
+    "matches": "ok",
+    "slower": "SLOWER",
+    "faster": "faster",
+    "unknown": "?",
+    "not used": "—",
+    "offer only": "offer",
+}
+
+
+def _where(r: dict[str, Any]) -> str:
+    return f"{r['provider']} {r['instance']}"
+
+
+def _price(r: dict[str, Any], dated: bool) -> str:
+    if r["price_per_gpu_hour"] is None:
+        return "unknown"
+    text = f"{r['price_per_gpu_hour']:.2f}"
+    return f"{text} ({r['price_as_of'] or r['price_kind']})" if dated else text
+
+
+def _money(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if value >= 1e6:
+        return f"${value / 1e6:,.2f}M"
+    return fmt_money(value)
+
+
+def _train_rows(
+    doc: dict[str, Any], dated: bool
+) -> tuple[list[str], list[tuple[Any, ...]], tuple[int, ...]]:
+    cols = ["", "offer", "GPUs", "days", "cost", "$/GPU-h" + (" (as of)" if dated else ""), "MFU"]
+    cols.append("net")
+    rows = [
+        (
+            "★" if r["pareto"] else "",
+            _where(r),
+            f"{r['instances']}x{r['gpus_per_instance']} {r['accelerator']}",
+            fmt_num(r["train_days"]),
+            _money(r["cost_usd"]),
+            _price(r, dated),
+            "—" if r["mfu"] is None else f"{r['mfu']:.0%}",
+            _NET.get(r["network"]["status"], r["network"]["status"]),
+        )
+        for r in doc["rows"]
+    ]
+    return cols, rows, (3, 4, 6)
+
+
+def _infer_rows(
+    doc: dict[str, Any], dated: bool
+) -> tuple[list[str], list[tuple[Any, ...]], tuple[int, ...]]:
+    cols = ["", "offer", "GPUs", "TTFT ms", "TPOT ms", "tok/s", "$/M tok"]
+    cols.append("$/GPU-h" + (" (as of)" if dated else ""))
+    rows = [
+        (
+            "★" if r["pareto"] else "",
+            _where(r),
+            f"{r['replicas']}x{r['gpus_per_replica']} {r['accelerator']}",
+            fmt_num(r["ttft_ms"]),
+            fmt_num(r["tpot_ms"], 2),
+            fmt_num(r["output_tokens_per_s"], 0),
+            "—"
+            if r["cost_per_million_output_tokens"] is None
+            else f"{r['cost_per_million_output_tokens']:.3f}",
+            _price(r, dated),
+        )
+        for r in doc["rows"]
+    ]
+    return cols, rows, (3, 4, 5, 6)
+
+
+def show_compare(doc: dict[str, Any]) -> None:
+    dates = {r["price_as_of"] for r in doc["rows"] if r["price_per_gpu_hour"] is not None}
+    dated = len(dates) > 1
+    job = doc["job"]
+    model = doc["model"]
+    if doc["kind"] == "train":
+        title = (
+            f"Training {model['name']} ({fmt_count(model['params'])} params) on "
+            f"{fmt_count(job['tokens'])} tokens with {job['gpus']} GPUs, by {doc['sort']}"
+        )
+        cols, rows, right = _train_rows(doc, dated)
+    else:
+        title = (
+            f"Serving {model['name']}: batch {job['batch']}, {job['input_len']} in / "
+            f"{job['output_len']} out tokens, by {doc['sort']}"
+        )
+        cols, rows, right = _infer_rows(doc, dated)
+    methods = sorted({r["method"] for r in doc["rows"]})
+    as_of = "" if dated or not dates else f"Prices as of {next(iter(dates))}. "
+    caption = as_of + (
+        f"★ Pareto-optimal (no other row both faster and cheaper). Estimates: "
+        f"{', '.join(methods) or 'none'}. net: offer network vs the plan's node type "
+        "(ok/SLOWER/faster, ? = not published). "
+        f"{len(doc['excluded'])} offers cannot run this job (see --json 'excluded')."
+    )
+    console().print(table(title, cols, rows, right=right, caption=caption))

@@ -26,8 +26,6 @@ def show_offers(offers: Sequence[Offer]) -> None:
             f"{o.price_per_gpu_hour:,.2f}",
             "—" if o.spot_price_per_hour is None else f"{o.spot_price_per_hour:,.2f}",
             _network(o),
-            "—" if o.local_nvme_tb is None else f"{o.local_nvme_tb:g}",
-            o.shared_fs or "—",
             o.as_of,
         )
         for o in offers
@@ -44,13 +42,11 @@ def show_offers(offers: Sequence[Offer]) -> None:
                 "$/GPU-hour",
                 "spot $/hour",
                 "network",
-                "NVMe TB",
-                "shared FS",
                 "price as of",
             ],
             rows,
-            right=(4, 5, 6, 8),
-            caption="Prices go stale: check the as-of date and the source "
-            "(flopwise catalog offers --json).",
+            right=(4, 5, 6),
+            caption="Prices go stale: check the as-of date. Sources, local NVMe and shared "
+            "file systems: flopwise catalog offers --json.",
         )
     )

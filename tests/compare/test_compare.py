@@ -1,0 +1,193 @@
+"""`flopwise compare`: instances, time, cost, network verdict, Pareto front, sorting."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+from conftest import run_cli
+from flopwise.compare import (
+    InferJob,
+    TrainJob,
+    compare_infer,
+    compare_train,
+    from_accelerators,
+    from_offers,
+    mark_pareto,
+)
+from flopwise.compare.engine import sort_rows
+from flopwise.errors import FlopwiseError
+from flopwise.workload.hf import load_model
+
+
+def _row(name: str, t: float | None, c: float | None) -> dict[str, Any]:
+    return {"provider": name, "instance": name, "t": t, "c": c}
+
+
+def test_pareto_front_by_hand() -> None:
+    rows = [
+        _row("fast-dear", 1, 10),
+        _row("slow-cheap", 10, 1),
+        _row("middle", 5, 5),
+        _row("dominated", 6, 6),
+        _row("tie-a", 5, 5),
+        _row("same-time-dearer", 1, 11),
+        _row("no-price", 0.5, None),
+    ]
+    mark_pareto(rows, "t", "c")
+    front = {r["provider"] for r in rows if r["pareto"]}
+    assert front == {"fast-dear", "slow-cheap", "middle", "tie-a"}
+    sort_rows(rows, "time", "t", "c")
+    assert [r["provider"] for r in rows][:2] == ["no-price", "fast-dear"]
+    sort_rows(rows, "cost", "t", "c")
+    assert rows[0]["provider"] == "slow-cheap" and rows[-1]["provider"] == "no-price"
+    with pytest.raises(FlopwiseError, match="--sort must be one of cost, time"):
+        sort_rows(rows, "speed", "t", "c")
+
+
+@pytest.fixture(scope="module")
+def llama70b_1024() -> dict[str, Any]:
+    model = load_model("llama-3.1-70b")
+    job = TrainJob(tokens=15e12, gpus=1024)
+    return compare_train(model, job, from_offers()).to_dict()
+
+
+def test_done_when_llama70b_on_1024_gpus(llama70b_1024: dict[str, Any]) -> None:
+    doc = llama70b_1024
+    rows = doc["rows"]
+    assert len(rows) >= 20
+    costs = [r["cost_usd"] for r in rows]
+    assert all(c is not None and c > 0 for c in costs) and costs == sorted(costs)
+    front = [r for r in rows if r["pareto"]]
+    assert front
+    for f in front:  # nothing both faster and cheaper than a front row
+        assert not any(
+            o["train_days"] < f["train_days"] and o["cost_usd"] < f["cost_usd"] for o in rows
+        )
+    for r in rows:
+        if not r["pareto"]:  # every other row is beaten on both by someone
+            assert any(
+                o["train_days"] <= r["train_days"] and o["cost_usd"] <= r["cost_usd"] for o in front
+            )
+        assert r["price_as_of"] and r["train_days"] > 0
+        assert r["instances"] == math.ceil(1024 / r["gpus_per_instance"])
+
+
+def test_cost_is_whole_instances_times_hours(llama70b_1024: dict[str, Any]) -> None:
+    rows = {(r["provider"], r["instance"]): r for r in llama70b_1024["rows"]}
+    p5 = rows[("aws", "p5.48xlarge")]
+    assert p5["instances"] == 128 and p5["gpus_billed"] == 1024
+    assert p5["cost_usd"] == pytest.approx(98.32 * 128 * p5["train_days"] * 24, rel=1e-9)
+    v5p = rows[("gcp", "tpu-v5p-11776")]  # one slice of 5,888 chips: all of them billed
+    assert v5p["instances"] == 1 and v5p["gpus_billed"] == 5888
+    assert v5p["network"]["status"] == "not used"
+
+
+def test_network_verdicts(llama70b_1024: dict[str, Any]) -> None:
+    rows = {(r["provider"], r["instance"]): r for r in llama70b_1024["rows"]}
+    # p4d: 400 Gb/s per 8 A100s vs HGX A100's 8 x 200 Gb/s InfiniBand
+    p4d = rows[("aws", "p4d.24xlarge")]["network"]
+    assert p4d["status"] == "slower" and p4d["planned_with"] == "offer"
+    assert p4d["offer_gbit_s_per_gpu"] == 50 and p4d["system_gbit_s_per_gpu"] == 200
+    nebius = rows[("nebius", "gpu-h100-sxm_8gpu-128vcpu-1600gb")]["network"]
+    assert nebius["status"] == "matches"
+    lam = rows[("lambda", "gpu_8x_h100_sxm5")]["network"]
+    assert lam["status"] == "unknown" and lam["planned_with"] == "system"
+    assert "400" in lam["note"] or "assumes" in lam["note"]
+
+
+def test_partial_nodes_are_listed_with_a_reason(llama70b_1024: dict[str, Any]) -> None:
+    excluded = {(e["provider"], e["instance"]): e["reason"] for e in llama70b_1024["excluded"]}
+    assert "slices of a 8-GPU node" in excluded[("lambda", "gpu_1x_h100_sxm5")]
+    assert "single-GPU instances" in excluded[("vultr", "A100-80G")]
+    assert excluded.keys().isdisjoint((r["provider"], r["instance"]) for r in llama70b_1024["rows"])
+
+
+def test_accelerators_mode_uses_given_price() -> None:
+    model = load_model("llama-3.1-8b")
+    job = TrainJob(tokens=1e12, gpus=64)
+    doc = compare_train(model, job, from_accelerators(["h100", "dgx-b200"], 2.0)).to_dict()
+    by_acc = {r["accelerator"]: r for r in doc["rows"]}
+    assert set(by_acc) == {"h100-sxm", "b200"}
+    h100 = by_acc["h100-sxm"]
+    assert h100["system"] == "hgx-h100" and h100["price_kind"] == "given"
+    assert h100["cost_usd"] == pytest.approx(2.0 * 64 * h100["train_days"] * 24)
+    # faster B200 at the same price is cheaper too: it alone is on the front
+    assert [r["accelerator"] for r in doc["rows"] if r["pareto"]] == ["b200"]
+
+
+def test_accelerators_mode_without_price_uses_cheapest_offer_or_unknown() -> None:
+    doc = compare_train(
+        load_model("llama-3.1-8b"),
+        TrainJob(tokens=1e12, gpus=64),
+        from_accelerators(["h100-sxm", "mi300x"]),
+    ).to_dict()
+    by_acc = {r["accelerator"]: r for r in doc["rows"]}
+    assert by_acc["h100-sxm"]["price_per_gpu_hour"] == pytest.approx(11.12 / 8)
+    assert by_acc["h100-sxm"]["price_as_of"] == "2026-11-22"
+    assert by_acc["mi300x"]["cost_usd"] is None and not by_acc["mi300x"]["pareto"]
+    assert doc["rows"][-1]["accelerator"] == "mi300x"  # unknown cost sorts last
+
+
+def test_infer_compare_prices_tokens_and_drops_what_does_not_fit() -> None:
+    model = load_model("llama-3.1-70b")
+    job = InferJob(batch=16, input_len=1024, output_len=256)
+    doc = compare_infer(model, job, from_offers()).to_dict()
+    rows = {(r["provider"], r["instance"]): r for r in doc["rows"]}
+    p5 = rows[("aws", "p5.48xlarge")]
+    assert p5["gpus_per_replica"] * p5["replicas"] == 8
+    assert p5["gpus_per_replica"] >= 2  # 141 GB of bf16 weights need two 80 GB GPUs
+    per_hour = p5["output_tokens_per_s"] * 3600
+    assert p5["cost_per_million_output_tokens"] == pytest.approx(98.32 / per_hour * 1e6)
+    excluded = {(e["provider"], e["instance"]): e["reason"] for e in doc["excluded"]}
+    assert "does not fit" in excluded[("crusoe", "L40S")]
+    assert any(r["pareto"] for r in doc["rows"])
+
+
+def test_cli_compare_json_is_one_document() -> None:
+    proc = run_cli(
+        "compare", "train", "llama-3.1-70b", "--tokens", "15T", "--gpus", "1024", "--json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["kind"] == "train" and doc["rows"] and any(r["pareto"] for r in doc["rows"])
+    assert {"train_days", "cost_usd", "pareto", "network", "price_as_of"} <= doc["rows"][0].keys()
+
+
+def test_cli_compare_table_and_sort(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    proc = run_cli("compare", "train", "llama-3.1-70b", "--tokens", "15T", "--gpus", "1024")
+    assert proc.returncode == 0, proc.stderr
+    assert "★" in proc.stdout and "days" in proc.stdout and "Prices as of 2026-11-22" in proc.stdout
+    timed = run_cli(
+        "compare",
+        "train",
+        "llama-3.1-8b",
+        "--tokens",
+        "1T",
+        "--gpus",
+        "64",
+        "--sort",
+        "time",
+        "--json",
+    )
+    days = [r["train_days"] for r in json.loads(timed.stdout)["rows"]]
+    assert days == sorted(days)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--price-per-gpu-hour", "2"), "--price-per-gpu-hour prices --accelerators"),
+        (("--accelerators", "h100", "--provider", "aws"), "drop --accelerators"),
+        (("--accelerators", "warp-9000"), "unknown accelerator 'warp-9000'"),
+        (("--seq-len", "999999"), "exceeds llama-3.1-70b's context"),
+    ],
+)
+def test_cli_compare_bad_input_is_one_line(args: tuple[str, ...], message: str) -> None:
+    proc = run_cli("compare", "train", "llama-3.1-70b", "--tokens", "1T", "--gpus", "64", *args)
+    assert proc.returncode == 2
+    assert message in proc.stderr and proc.stderr.count("\n") == 1

@@ -13,7 +13,7 @@ PY="$VENV/bin/python"
 
 # Browser tests drive Debian's Chromium (no browser download is possible here).
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+  (apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium chromium-driver >/dev/null) \
     || echo "warning: could not install chromium; browser tests will be skipped" >&2
 fi
 

@@ -191,3 +191,21 @@ def test_cli_compare_bad_input_is_one_line(args: tuple[str, ...], message: str) 
     proc = run_cli("compare", "train", "llama-3.1-70b", "--tokens", "1T", "--gpus", "64", *args)
     assert proc.returncode == 2
     assert message in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_layout_text_is_compact() -> None:
+    from flopwise.present.compare_view import layout_text
+
+    layout = {
+        "tp": 8,
+        "pp": 4,
+        "dp": 32,
+        "cp": 1,
+        "ep": 1,
+        "vpp": 2,
+        "zero": 1,
+        "recompute": "none",
+    }
+    assert layout_text(layout) == "tp8 pp4 dp32 vpp2 zero1"
+    assert layout_text({"tp": 2, "recompute": "full"}) == "tp2 rc-full"
+    assert layout_text(None) == "—"

@@ -16,6 +16,19 @@ _NET = {
 }
 
 
+def layout_text(layout: dict[str, Any] | None) -> str:
+    """'tp8 pp4 dp32 zero1' (+ cp/ep/vpp when > 1, recompute when not none)."""
+    if not layout:
+        return "—"
+    parts = [f"{k}{layout[k]}" for k in ("tp", "pp", "dp") if k in layout]
+    parts += [f"{k}{layout[k]}" for k in ("cp", "ep", "vpp") if (layout.get(k) or 1) > 1]
+    if "zero" in layout:
+        parts.append(f"zero{layout['zero']}")
+    if layout.get("recompute") not in (None, "none"):
+        parts.append(f"rc-{layout['recompute']}")
+    return " ".join(parts)
+
+
 def _where(r: dict[str, Any]) -> str:
     return f"{r['provider']} {r['instance']}"
 
@@ -38,13 +51,15 @@ def _money(value: float | None) -> str:
 def _train_rows(
     doc: dict[str, Any], dated: bool
 ) -> tuple[list[str], list[tuple[Any, ...]], tuple[int, ...]]:
-    cols = ["", "offer", "GPUs", "days", "cost", "$/GPU-h" + (" (as of)" if dated else ""), "MFU"]
-    cols.append("net")
+    planned = any(r["layout"] for r in doc["rows"])
+    cols = ["", "offer", "GPUs"] + (["layout", "step s"] if planned else [])
+    cols += ["days", "cost", "$/GPU-h" + (" (as of)" if dated else ""), "MFU", "net"]
     rows = [
         (
             "★" if r["pareto"] else "",
             _where(r),
             f"{r['instances']}x{r['gpus_per_instance']} {r['accelerator']}",
+            *((layout_text(r["layout"]), fmt_num(r["step_time_s"], 2)) if planned else ()),
             fmt_num(r["train_days"]),
             _money(r["cost_usd"]),
             _price(r, dated),
@@ -53,7 +68,8 @@ def _train_rows(
         )
         for r in doc["rows"]
     ]
-    return cols, rows, (3, 4, 6)
+    right = (3, 4, 6) if not planned else (4, 5, 6, 8)
+    return cols, rows, right
 
 
 def _infer_rows(

@@ -57,6 +57,16 @@
     document.getElementById("footer").textContent = "Self-contained report: no network requests. Estimates, not measurements, unless marked measured.";
   }
 
+  function layoutText(l) {
+    if (!l) return "—";
+    var parts = [];
+    ["tp", "pp", "dp"].forEach(function (k) { if (k in l) parts.push(k + l[k]); });
+    ["cp", "ep", "vpp"].forEach(function (k) { if ((l[k] || 1) > 1) parts.push(k + l[k]); });
+    if ("zero" in l) parts.push("zero" + l.zero);
+    if (l.recompute && l.recompute !== "none") parts.push("rc-" + l.recompute);
+    return parts.join(" ");
+  }
+
   // ---- comparison table ----------------------------------------------------------------
   var COLS = TRAIN ? [
     ["", function (r) { return r.pareto ? "★" : ""; }, null],
@@ -66,6 +76,7 @@
     ["accelerator", function (r) { return r.accelerator; }, null],
     ["instances", function (r) { return r.instances; }, "n"],
     ["GPUs", function (r) { return r.gpus_billed; }, "n"],
+    ["layout", function (r) { return layoutText(r.layout); }, null],
     ["step s", function (r) { return r.step_time_s; }, "n", 2],
     ["MFU", function (r) { return r.mfu; }, "p"],
     ["days", function (r) { return r.train_days; }, "n"],

@@ -60,6 +60,33 @@ def _default_hw(c: Candidate) -> Hardware:
     return hardware_for(c.accelerator, c.system_id)
 
 
+class _Memo:
+    """Offers of the same accelerator, node type and network get the same plan: plan it once
+    (a layout search per offer would repeat identical work dozens of times)."""
+
+    def __init__(self) -> None:
+        self._done: dict[tuple[Any, ...], dict[str, Any] | FlopwiseError] = {}
+
+    def __call__(
+        self,
+        planner: Callable[[ModelSpec, Hardware, int, Any], dict[str, Any]],
+        model: ModelSpec,
+        hw: Hardware,
+        gpus: int,
+        job: Any,
+    ) -> dict[str, Any]:
+        k = (hw.id, hw.system_id, hw.inter_bw_per_gpu_gbps, gpus)
+        if k not in self._done:
+            try:
+                self._done[k] = planner(model, hw, gpus, job)
+            except FlopwiseError as exc:
+                self._done[k] = exc
+        done = self._done[k]
+        if isinstance(done, FlopwiseError):
+            raise done
+        return done
+
+
 def _excluded(c: Candidate, reason: str) -> dict[str, Any]:
     return {**c.to_dict(), "reason": reason}
 
@@ -111,6 +138,7 @@ def compare_train(
     rows: list[dict[str, Any]] = []
     excluded: list[dict[str, Any]] = []
     hw_by_row: dict[int, Hardware] = {}
+    memo = _Memo()
     for c in candidates:
         instances = math.ceil(job.gpus / c.gpus_per_instance)
         try:
@@ -127,7 +155,7 @@ def compare_train(
                     f"to form a {job.gpus}-GPU cluster"
                 )
             hw, net = network_check(hw, c.network_gbit_s, c.gpus_per_instance, instances)
-            est = planners.train_estimate(model, hw, job.gpus, job)
+            est = memo(planners.train_estimate, model, hw, job.gpus, job)
         except FlopwiseError as exc:
             excluded.append(_excluded(c, str(exc)))
             continue
@@ -186,6 +214,7 @@ def compare_infer(
     rows: list[dict[str, Any]] = []
     excluded: list[dict[str, Any]] = []
     hw_by_row: dict[int, Hardware] = {}
+    memo = _Memo()
     for c in candidates:
         sizes = (job.gpus,) if job.gpus else INFER_TP_SIZES
         tried = [s for s in sizes if s <= c.gpus_per_instance and c.gpus_per_instance % s == 0]
@@ -195,7 +224,7 @@ def compare_infer(
             hw = hardware(c)
             hw, net = network_check(hw, c.network_gbit_s, c.gpus_per_instance, 1)
             for tp in tried:
-                e = planners.infer_estimate(model, hw, tp, job)
+                e = memo(planners.infer_estimate, model, hw, tp, job)
                 if e["fits"] is not False:
                     est = e
                     break

@@ -209,3 +209,21 @@ def test_layout_text_is_compact() -> None:
     assert layout_text(layout) == "tp8 pp4 dp32 vpp2 zero1"
     assert layout_text({"tp": 2, "recompute": "full"}) == "tp2 rc-full"
     assert layout_text(None) == "—"
+
+
+def test_measured_flag_uses_stored_runs_only_where_they_exist(tmp_path: Any) -> None:
+    from flopwise.results.store import ResultStore
+
+    db = tmp_path / "r.sqlite"
+    ResultStore(db).add(
+        "matmul", {"dtype": "bf16", "best_tflops": 500.0}, {}, accelerator="h100-sxm"
+    )
+    args = ("compare", "train", "llama-3.1-8b", "--tokens", "1T", "--gpus", "64", "--json")
+    args += ("--accelerators", "h100,b200", "--price-per-gpu-hour", "2", "--db", str(db))
+    plain = {r["accelerator"]: r for r in json.loads(run_cli(*args).stdout)["rows"]}
+    measured = {
+        r["accelerator"]: r for r in json.loads(run_cli(*args, "--measured").stdout)["rows"]
+    }
+    assert measured["h100-sxm"]["measured"] == ["matmul_tflops:bf16"]
+    assert measured["b200"]["measured"] == [] and plain["h100-sxm"]["measured"] == []
+    assert measured["b200"]["train_days"] == plain["b200"]["train_days"]

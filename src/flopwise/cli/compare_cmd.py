@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from flopwise.cli._args import (
+    add_db,
     add_json,
     fraction,
     non_negative_float,
@@ -46,6 +47,12 @@ def add_where_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sort", choices=("cost", "time"), default="cost", help="row order (default: cost)"
     )
+    p.add_argument(
+        "--measured",
+        action="store_true",
+        help="use the results store's latest measurements for accelerators that have them",
+    )
+    add_db(p)
 
 
 def add_train_job_args(p: argparse.ArgumentParser) -> None:
@@ -128,6 +135,9 @@ def compare_from_args(args: argparse.Namespace) -> Any:
     from flopwise.workload.hf import load_model
 
     model = load_model(args.model)
+    from flopwise.compare.engine import catalog_hardware, measured_hardware
+
+    hardware = measured_hardware(args.db) if args.measured else catalog_hardware
     if args.accelerators:
         if args.provider or args.max_price is not None:
             raise FlopwiseError("--provider and --max-price filter offers; drop --accelerators")
@@ -147,7 +157,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
         job = TrainJob(
             tokens=args.tokens, gpus=args.gpus, seq_len=seq, dtype=args.dtype, mfu=args.mfu
         )
-        return compare_train(model, job, candidates, sort=args.sort)
+        return compare_train(model, job, candidates, sort=args.sort, hardware=hardware)
     if args.input_len + args.output_len > model.max_seq_len:
         raise FlopwiseError(
             f"--input-len + --output-len = {args.input_len + args.output_len} exceeds "
@@ -161,7 +171,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
         kv_dtype=args.kv_dtype,
         gpus=args.gpus,
     )
-    return compare_infer(model, ijob, candidates, sort=args.sort)
+    return compare_infer(model, ijob, candidates, sort=args.sort, hardware=hardware)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flopwise.cli._args import add_db
-
 
 def register(sub: Any) -> None:
     from flopwise.cli.compare_cmd import add_infer_job_args, add_train_job_args
@@ -26,7 +24,6 @@ def register(sub: Any) -> None:
         q.add_argument(
             "--out", required=True, metavar="PATH", help="HTML file to write (e.g. report.html)"
         )
-        add_db(q)
         q.set_defaults(func=run)
 
 

@@ -54,10 +54,25 @@ class CompareResult:
 HardwareFor = Callable[[Candidate], Hardware]
 
 
-def _default_hw(c: Candidate) -> Hardware:
+def catalog_hardware(c: Candidate) -> Hardware:
     from flopwise.results.measured import hardware_for
 
     return hardware_for(c.accelerator, c.system_id)
+
+
+def measured_hardware(db: str | None = None) -> HardwareFor:
+    """Catalog hardware overridden by the results store's latest complete runs for each
+    accelerator that has any; accelerators never measured keep their own catalog values."""
+    from flopwise.results.measured import apply_measurements, hardware_for
+
+    def build(c: Candidate) -> Hardware:
+        hw = hardware_for(c.accelerator, c.system_id)
+        try:
+            return apply_measurements(hw, "latest", db)
+        except FlopwiseError:
+            return hw  # nothing stored for this accelerator
+
+    return build
 
 
 class _Memo:
@@ -133,7 +148,7 @@ def compare_train(
     candidates: Sequence[Candidate],
     *,
     sort: str = "cost",
-    hardware: HardwareFor = _default_hw,
+    hardware: HardwareFor = catalog_hardware,
 ) -> CompareResult:
     rows: list[dict[str, Any]] = []
     excluded: list[dict[str, Any]] = []
@@ -188,6 +203,7 @@ def compare_train(
             "breakdown": est["breakdown"],
             "memory_breakdown": est["memory_breakdown"],
             "network": net,
+            "measured": sorted(k for k, o in hw.origins.items() if o.kind == "measured"),
         }
         hw_by_row[id(row)] = hw
         row["_plan"] = est["plan"]
@@ -209,7 +225,7 @@ def compare_infer(
     candidates: Sequence[Candidate],
     *,
     sort: str = "cost",
-    hardware: HardwareFor = _default_hw,
+    hardware: HardwareFor = catalog_hardware,
 ) -> CompareResult:
     rows: list[dict[str, Any]] = []
     excluded: list[dict[str, Any]] = []
@@ -265,6 +281,7 @@ def compare_infer(
             "breakdown": est["breakdown"],
             "memory_breakdown": est["memory_breakdown"],
             "network": net,
+            "measured": sorted(k for k, o in hw.origins.items() if o.kind == "measured"),
         }
         hw_by_row[id(row)] = hw
         row["_plan"] = est["plan"]

@@ -254,11 +254,16 @@
       var d = front.map(function (r, i) { return (i ? "L" : "M") + x(r[tk]).toFixed(1) + " " + y(r[ck]).toFixed(1); }).join(" ");
       root.appendChild(svg("path", { d: d, "class": "front" }));
     }
+    var labelled = 0;
     pts.forEach(function (r) {
       var c = svg("circle", { cx: x(r[tk]).toFixed(1), cy: y(r[ck]).toFixed(1), r: r.pareto ? "6" : "4", "class": r.pareto ? "pt pareto" : "pt" });
       c.appendChild(svg("title", {}, r.provider + " " + r.instance + " (" + r.accelerator + "): " + num(r[tk], 2) + (TRAIN ? " days, " + money(r[ck]) : " s, $" + num(r[ck], 3) + "/M tok") + (r.pareto ? " — Pareto-optimal" : "")));
       root.appendChild(c);
-      if (r.pareto) root.appendChild(svg("text", { x: (x(r[tk]) + 8).toFixed(1), y: (y(r[ck]) - 6).toFixed(1) }, r.provider + " " + r.accelerator));
+      if (r.pareto && labelled < 8) {
+        var dy = labelled % 2 ? 16 : -8;
+        labelled++;
+        root.appendChild(svg("text", { x: (x(r[tk]) + 8).toFixed(1), y: (y(r[ck]) + dy).toFixed(1) }, r.provider + " " + r.accelerator));
+      }
     });
   }
 

@@ -25,7 +25,7 @@ ACT_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "int8", "fp32")
 class InferJob:
     """A serving job. ``batch=None`` asks for the steady-state maximum (continuous batching)."""
 
-    input_len: int = 2048
+    input_len: int = 1024
     output_len: int = 256
     batch: int | None = 1
     tp: int = 1

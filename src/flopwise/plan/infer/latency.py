@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from flopwise.hardware import Hardware
 from flopwise.plan.efficiency import GEMM_TILE, KERNEL_LAUNCH_S

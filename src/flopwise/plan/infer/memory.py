@@ -107,7 +107,9 @@ def plan_memory(
     usable = None if device_bytes is None else device_bytes * engine.memory_fraction
     max_batch = None
     if usable is not None:
-        free = usable - weights - RUNTIME_RESERVED_BYTES - workspace_bytes(sh, tokens, 0, act_bytes)
+        # a large batch fills the engine's largest forward pass: size the workspace for it
+        largest = workspace_bytes(sh, engine.max_num_tokens, 0, act_bytes)
+        free = usable - weights - RUNTIME_RESERVED_BYTES - largest
         per = per_seq + sh.logits_out * 4.0
         max_batch = max(0, math.floor(free / per)) if free > 0 else 0
     return MemoryPlan(

@@ -181,15 +181,26 @@ def gemm(m: float, n: int, k: int, hw: Hardware, r: Rates, groups: float = 1.0) 
     )
 
 
-def attention(flops: float, kv_bytes: float, r: Rates, decode: bool) -> Breakdown:
-    """One attention kernel: KV-bandwidth-bound in decode, FLOP-bound in prefill."""
+def attention(flops: float, n_bytes: float, r: Rates, decode: bool) -> Breakdown:
+    """One attention kernel: bound by the KV cache it reads in decode, by FLOPs in prefill.
+
+    Decode moves `n_bytes` of KV cache; prefill (FlashAttention-style, tiles in SRAM) moves only
+    its Q, K, V and output activations, counted as activation traffic.
+    """
     if flops <= 0:
         return Breakdown()
     compute = flops / r.attn_flops_s
-    memory = kv_bytes / (r.kv_bw_bytes_s if decode else r.bw_bytes_s)
+    if decode:
+        memory = n_bytes / r.kv_bw_bytes_s
+        if memory >= compute:
+            return Breakdown(kv_s=memory, overhead_s=KERNEL_LAUNCH_S, kv_bytes=n_bytes, flops=flops)
+        return Breakdown(
+            compute_s=compute, overhead_s=KERNEL_LAUNCH_S, kv_bytes=n_bytes, flops=flops
+        )
+    memory = n_bytes / r.bw_bytes_s
     if memory >= compute:
-        return Breakdown(kv_s=memory, overhead_s=KERNEL_LAUNCH_S, kv_bytes=kv_bytes, flops=flops)
-    return Breakdown(compute_s=compute, overhead_s=KERNEL_LAUNCH_S, kv_bytes=kv_bytes, flops=flops)
+        return Breakdown(activations_s=memory, overhead_s=KERNEL_LAUNCH_S, flops=flops)
+    return Breakdown(compute_s=compute, overhead_s=KERNEL_LAUNCH_S, flops=flops)
 
 
 def allreduce_s(n_bytes: float, tp: int, hw: Hardware, engine: EngineProfile) -> float:

@@ -79,3 +79,36 @@ def test_trtllm_first_token_latency_2048_within_15pct(
     )  # fmt: skip
     plan = plan_inference(load_model(model), hardware_from_catalog(acc), job)
     assert plan.ttft_s * 1e3 == pytest.approx(ttft_ms, rel=0.15)
+
+
+# TensorRT-LLM perf overview (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
+# stored commit 00f37686): trtllm-bench max-throughput runs (in-flight batching, requests at an
+# infinite rate, fixed ISL/OSL) of NVIDIA's FP8 ModelOpt checkpoints, "Total Output Throughput
+# (tokens/sec)". This is flopwise's `--batch max` (continuous batching at the largest concurrency
+# that fits); none of these rows is in the shared file. (model, accelerator, tp, in, out, tok/s).
+PERF_OVERVIEW_FP8 = [
+    ("llama-3.1-8b", "h100-sxm", 1, 128, 128, 28312),
+    ("llama-3.1-8b", "h100-sxm", 1, 128, 2048, 22714),
+    ("llama-3.1-8b", "h100-sxm", 1, 1000, 1000, 15220),
+    ("llama-3.1-8b", "h100-sxm", 1, 2048, 128, 3450),
+    ("llama-3.1-8b", "h100-sxm", 1, 2048, 2048, 9305),
+    ("llama-3.1-8b", "h200-sxm", 1, 1000, 1000, 17744),
+    ("llama-3.3-70b", "h100-sxm", 2, 128, 128, 6378),
+    ("llama-3.3-70b", "h100-sxm", 2, 128, 2048, 6651),
+    ("llama-3.3-70b", "h100-sxm", 2, 1000, 1000, 4205),
+    ("llama-3.3-70b", "h100-sxm", 2, 2048, 128, 762),
+    ("llama-3.3-70b", "h200-sxm", 1, 2048, 2048, 2003),
+]
+
+
+@pytest.mark.parametrize(("model", "acc", "tp", "isl", "osl", "tok_s"), PERF_OVERVIEW_FP8)
+def test_trtllm_perf_overview_max_throughput_within_20pct(
+    model: str, acc: str, tp: int, isl: int, osl: int, tok_s: float
+) -> None:
+    job = InferJob(
+        input_len=isl, output_len=osl, batch=None, tp=tp, weight_dtype="fp8", kv_dtype="fp8",
+        engine="tensorrt-llm",
+    )  # fmt: skip
+    plan = plan_inference(load_model(model), hardware_from_catalog(acc), job)
+    assert plan.mode == "continuous" and plan.fits is True
+    assert plan.output_tokens_per_s == pytest.approx(tok_s, rel=0.20)

@@ -183,3 +183,47 @@ def test_moe_decode_reads_touched_experts_prefill_reads_all() -> None:
     assert one.decode.breakdown.weight_bytes < 0.45 * c.total * 2 / 2
     assert many.decode.breakdown.weight_bytes > 0.95 * c.total * 2 / 2
     assert one.prefill.breakdown.weight_bytes > 0.95 * c.total * 2 / 2
+
+
+def test_pipeline_parallel_splits_weights_not_latency() -> None:
+    spec = load_model("llama-3.1-70b")
+    hw = hardware_from_catalog("h100-sxm")
+    job = InferJob(input_len=1024, output_len=64, batch=1, tp=4)
+    flat = plan_inference(spec, hw, job)
+    from dataclasses import replace
+
+    piped = plan_inference(spec, hw, replace(job, tp=2, pp=2))
+    # same GPUs: weights per GPU about the same, a batch-1 token still crosses every layer
+    assert piped.memory.weights_bytes == pytest.approx(flat.memory.weights_bytes, rel=0.05)
+    assert piped.tpot_s > flat.tpot_s  # half the TP: each GPU reads twice the layer bytes
+    # with a batch the pipeline fills: micro-batches overlap across stages
+    busy = plan_inference(spec, hw, replace(job, tp=2, pp=2, batch=64))
+    assert busy.output_tokens_per_s > 10 * piped.output_tokens_per_s
+
+
+def test_engine_classes_differ_only_through_named_constants() -> None:
+    from flopwise.plan.infer.constants import ENGINES
+
+    spec = load_model("llama-3.1-8b")
+    hw = hardware_from_catalog("h100-sxm")
+    tpot = {
+        name: plan_inference(spec, hw, InferJob(input_len=512, output_len=64, engine=name)).tpot_s
+        for name in ENGINES
+    }
+    assert tpot["tensorrt-llm"] < tpot["vllm"]
+    for profile in ENGINES.values():
+        assert profile.source
+        assert 0 < profile.decode_attention_bw_fraction <= 1
+        assert 0 < profile.memory_fraction < 1
+
+
+def test_layout_from_gpus() -> None:
+    from flopwise.plan.infer import resolve_layout
+
+    hw = hardware_from_catalog("h100-sxm")
+    assert resolve_layout(hw, None, None, None) == (1, 1, 1)
+    assert resolve_layout(hw, 8, None, None) == (8, 1, 1)
+    assert resolve_layout(hw, 16, None, None) == (8, 1, 2)
+    assert resolve_layout(hw, 16, 4, 2) == (4, 2, 2)
+    with pytest.raises(FlopwiseError, match="not a multiple"):
+        resolve_layout(hw, 6, 4, None)

@@ -112,3 +112,20 @@ def test_trtllm_perf_overview_max_throughput_within_20pct(
     plan = plan_inference(load_model(model), hardware_from_catalog(acc), job)
     assert plan.mode == "continuous" and plan.fits is True
     assert plan.output_tokens_per_s == pytest.approx(tok_s, rel=0.20)
+
+
+def test_validation_runs_standalone_with_one_json_document() -> None:
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "flopwise.validate.inference", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert set(doc) == {"inference"}
+    assert doc["inference"]["n"] >= 29 and doc["inference"]["mape_pct"] <= 15

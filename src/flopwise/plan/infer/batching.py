@@ -18,7 +18,7 @@ from flopwise.plan.infer.memory import MemoryPlan, plan_memory
 from flopwise.plan.infer.planner import (
     Context,
     InferPlan,
-    _assumptions,
+    assumptions_for,
     decode_phase,
     fit_suggestion,
     prefill_phase,
@@ -91,7 +91,7 @@ def plan_continuous(ctx: Context) -> InferPlan:
         mfu=mfu,
         mbu=mbu,
         assumptions=(
-            *_assumptions(ctx),
+            *assumptions_for(ctx),
             f"continuous batching: {batch} running sequences holding input + output/2 tokens "
             f"of paged KV on average, {per_step:,.0f} prompt tokens prefilled per step; "
             "TTFT excludes queueing",

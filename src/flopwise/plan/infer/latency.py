@@ -277,7 +277,7 @@ def _mlp(sh: Shard, p: Pass, hw: Hardware, r: Rates, moe: bool) -> Breakdown:
 def _elementwise(sh: Shard, p: Pass, r: Rates) -> Breakdown:
     """Norms, rotary, residual adds and the activation: memory-bound, a few launches."""
     h = sh.spec.hidden
-    n_bytes = p.tokens * (6 * h + 3 * sh.mlp_down_in) * 2.0
+    n_bytes = p.tokens * (6 * h + 3 * sh.mlp_act_width) * 2.0
     return Breakdown(
         activations_s=n_bytes / r.bw_bytes_s,
         overhead_s=ELEMENTWISE_KERNELS_PER_LAYER * KERNEL_LAUNCH_S,

@@ -238,7 +238,7 @@ def utilisation(
     return mfu, mbu, peak, bw
 
 
-def _assumptions(ctx: Context) -> list[str]:
+def assumptions_for(ctx: Context) -> list[str]:
     out = [
         f"engine class {ctx.engine.name}: {ctx.engine.step_overhead_s * 1e3:.2f} ms host time "
         f"per decode step, decode attention at {ctx.engine.decode_attention_bw_fraction:.0%} "
@@ -344,7 +344,7 @@ def plan_static(ctx: Context, batch: int) -> InferPlan:
         peak_tflops=peak,
         mfu=mfu,
         mbu=mbu,
-        assumptions=tuple(_assumptions(ctx)),
+        assumptions=tuple(assumptions_for(ctx)),
         suggestion=suggestion,
     )
 

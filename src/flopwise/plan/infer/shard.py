@@ -59,6 +59,18 @@ class Shard:
         s = self.spec
         return mlp_params(s, s.expert_ffn, bias=s.expert_bias) / self.tp * self.weight_bytes_per_elt
 
+    @property
+    def mlp_act_width(self) -> float:
+        """Mean MLP intermediate width per token on one rank (active experts for MoE layers)."""
+        s = self.spec
+        if not s.is_moe:
+            return float(self.mlp_down_in)
+        moe = self.expert_down_in * s.experts_per_token + self.shared_down_in * (
+            1 if s.shared_experts else 0
+        )
+        frac = s.moe_layers / s.layers
+        return frac * moe + (1 - frac) * self.mlp_down_in
+
     def weights_per_gpu_bytes(self) -> float:
         """Weights on the fullest rank: its layers plus the embedding and output projection."""
         c, s = self.counts, self.spec

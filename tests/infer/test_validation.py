@@ -129,3 +129,12 @@ def test_validation_runs_standalone_with_one_json_document() -> None:
     doc = json.loads(proc.stdout)
     assert set(doc) == {"inference"}
     assert doc["inference"]["n"] >= 29 and doc["inference"]["mape_pct"] <= 15
+
+
+def test_vllm_batch1_decode_speed_on_a100_40gb() -> None:
+    # "vLLM throughput-latency sweep on NVIDIA A100" (johnmusgrave.com, vLLM 0.23): Llama-3.1-8B
+    # BF16 on one A100 40GB, fixed 1024-token prompts and 128 output tokens, concurrency 1:
+    # "decode at one request per time runs at about 75 tokens/sec".
+    job = InferJob(input_len=1024, output_len=128, batch=1, engine="vllm")
+    plan = plan_inference(load_model("llama-3.1-8b"), hardware_from_catalog("a100-sxm-40gb"), job)
+    assert plan.tokens_per_s_per_user == pytest.approx(75.0, rel=0.15)

@@ -10,6 +10,7 @@ the whole batch, TPOT the mean decode step over the generation, throughput batch
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +84,9 @@ def _p2p_s(ctx: Context, tokens: float) -> float:
     return collective_time_s("send_recv", tokens * ctx.spec.hidden * 2.0, 2, tier)
 
 
-def pipelined(ctx: Context, make_pass: Any, seqs: float, prefill: bool) -> Phase:
+def pipelined(
+    ctx: Context, make_pass: Callable[[float], Pass], seqs: float, prefill: bool
+) -> Phase:
     """Run `seqs` sequences through the pipeline in min(pp, seqs) micro-batches.
 
     Prefill latency is (microbatches + pp - 1) stage times; a decode round in steady state keeps

@@ -227,3 +227,42 @@ def test_measured_flag_uses_stored_runs_only_where_they_exist(tmp_path: Any) -> 
     assert measured["h100-sxm"]["measured"] == ["matmul_tflops:bf16"]
     assert measured["b200"]["measured"] == [] and plain["h100-sxm"]["measured"] == []
     assert measured["b200"]["train_days"] == plain["b200"]["train_days"]
+
+
+def test_infer_rows_are_the_inference_planners_numbers() -> None:
+    from flopwise.hardware import hardware_from_catalog
+    from flopwise.plan.infer import InferJob as PlannerJob
+    from flopwise.plan.infer import plan_inference
+
+    model = load_model("llama-3.1-8b")
+    doc = compare_infer(model, InferJob(batch=8, tp=2), from_offers(providers=["aws"])).to_dict()
+    p5 = next(r for r in doc["rows"] if r["instance"] == "p5.48xlarge")
+    assert (p5["gpus_per_replica"], p5["replicas"], p5["method"]) == (2, 4, "model")
+    hw = hardware_from_catalog("h100-sxm", p5["system"])
+    direct = plan_inference(model, hw, PlannerJob(batch=8, tp=2, input_len=1024)).to_dict()
+    assert p5["tpot_ms"] == pytest.approx(direct["tpot_ms"])
+    assert p5["output_tokens_per_s"] == pytest.approx(4 * direct["output_tokens_per_s"])
+    assert set(p5["breakdown"]) >= {"weights_read_ms", "kv_read_ms", "compute_ms"}
+    assert "total_ms" not in p5["breakdown"] and "total_gib" not in p5["memory_breakdown"]
+
+
+def test_infer_batch_max_and_fixed_tp_cli() -> None:
+    proc = run_cli(
+        "compare",
+        "infer",
+        "llama-3.1-70b",
+        "--batch",
+        "max",
+        "--tp",
+        "8",
+        "--json",
+        "--provider",
+        "aws,nebius",
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["job"]["batch"] == "max"
+    for r in doc["rows"]:
+        assert r["gpus_per_replica"] == 8 and r["batch"] > 1
+    excluded = {e["instance"]: e["reason"] for e in doc["excluded"]}
+    assert "does not divide a 1-GPU instance" in excluded["gpu-h100-sxm_1gpu-16vcpu-200gb"]

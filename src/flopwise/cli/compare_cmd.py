@@ -82,23 +82,49 @@ def add_train_job_args(p: argparse.ArgumentParser) -> None:
     add_where_args(p)
 
 
+def _batch(text: str) -> int | None:
+    from flopwise.units import parse_positive_int
+
+    return None if text.strip().lower() == "max" else parse_positive_int(text, "--batch")
+
+
 def add_infer_job_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "model", metavar="MODEL", help="catalog id, alias, HF repo name or config.json path"
     )
     p.add_argument(
-        "--gpus",
+        "--tp",
         type=positive_int,
         metavar="N",
-        help="GPUs per model replica (default: the fewest that fit in one instance)",
+        help="tensor-parallel degree of a replica (default: the smallest that fits)",
     )
-    p.add_argument("--batch", type=positive_int, default=1, metavar="N", help="concurrent requests")
-    p.add_argument("--input-len", type=positive_int, default=2048, metavar="N")
-    p.add_argument("--output-len", type=positive_int, default=256, metavar="N")
+    p.add_argument(
+        "--pp", type=positive_int, default=1, metavar="N", help="pipeline-parallel degree"
+    )
+    p.add_argument(
+        "--batch",
+        type=typed(_batch),
+        default=1,
+        metavar="N|max",
+        help="static batch per replica, or 'max' for steady-state continuous batching",
+    )
+    p.add_argument("--input-len", type=positive_int, default=1024, metavar="N", help="prompt")
+    p.add_argument("--output-len", type=positive_int, default=256, metavar="N", help="output")
     p.add_argument(
         "--weight-dtype", default="bf16", choices=("bf16", "fp16", "fp8", "int8", "int4")
     )
-    p.add_argument("--kv-dtype", default="bf16", choices=("bf16", "fp8", "int8"))
+    p.add_argument("--kv-dtype", choices=("bf16", "fp16", "fp8", "int8"), help="default 16-bit")
+    p.add_argument(
+        "--activation-dtype",
+        choices=("bf16", "fp16", "fp8", "int8", "fp32"),
+        help="GEMM input dtype (default: as flopwise plan infer)",
+    )
+    p.add_argument(
+        "--engine",
+        default="generic",
+        metavar="NAME",
+        help="engine class: generic, tensorrt-llm, vllm, sglang",
+    )
     add_where_args(p)
 
 
@@ -169,7 +195,10 @@ def compare_from_args(args: argparse.Namespace) -> Any:
         output_len=args.output_len,
         weight_dtype=args.weight_dtype,
         kv_dtype=args.kv_dtype,
-        gpus=args.gpus,
+        act_dtype=args.activation_dtype,
+        engine=args.engine,
+        tp=args.tp,
+        pp=args.pp,
     )
     return compare_infer(model, ijob, candidates, sort=args.sort, hardware=hardware)
 

@@ -18,7 +18,7 @@ from flopwise.workload.spec import ModelSpec
 
 SORTS: tuple[str, ...] = ("cost", "time")
 
-#: Inference replicas are tensor-parallel groups inside one instance: these sizes are tried,
+#: Inference replicas are tensor-parallel groups inside one instance: these TP degrees are tried,
 #: smallest first, and the first that fits is used (TP across instances is not offered).
 INFER_TP_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 
@@ -232,30 +232,37 @@ def compare_infer(
     hw_by_row: dict[int, Hardware] = {}
     memo = _Memo()
     for c in candidates:
-        sizes = (job.gpus,) if job.gpus else INFER_TP_SIZES
-        tried = [s for s in sizes if s <= c.gpus_per_instance and c.gpus_per_instance % s == 0]
+        groups = [job.tp * job.pp] if job.tp is not None else [t * job.pp for t in INFER_TP_SIZES]
+        tried = [g for g in groups if g <= c.gpus_per_instance and c.gpus_per_instance % g == 0]
         est = None
-        reason = f"a {job.gpus}-GPU replica does not fit in a {c.gpus_per_instance}-GPU instance"
+        reason = (
+            f"a replica of tp x pp = {groups[0]} GPUs does not divide a "
+            f"{c.gpus_per_instance}-GPU instance"
+        )
         try:
             hw = hardware(c)
             hw, net = network_check(hw, c.network_gbit_s, c.gpus_per_instance, 1)
-            for tp in tried:
-                e = memo(planners.infer_estimate, model, hw, tp, job)
-                if e["fits"] is not False:
-                    est = e
-                    break
-                reason = (
-                    f"does not fit in {c.gpus_per_instance} x {c.accelerator}: "
-                    f"{e['memory_per_gpu_gib']:.1f} GiB per GPU needed at {tp} GPUs, "
-                    f"{e['device_memory_gib']:.1f} GiB available"
-                )
         except FlopwiseError as exc:
             excluded.append(_excluded(c, str(exc)))
             continue
+        for group in tried:
+            try:
+                e = memo(planners.infer_estimate, model, hw, group, job)
+            except FlopwiseError as exc:  # e.g. nothing fits at batch max, or tp splits no heads
+                reason = f"{group} GPUs per replica: {exc}"
+                continue
+            if e["fits"] is not False:
+                est = e
+                break
+            reason = (
+                f"does not fit in {c.gpus_per_instance} x {c.accelerator}: "
+                f"{e['memory_per_gpu_gib']:.1f} GiB per GPU needed with {group} GPUs per "
+                f"replica, {e['device_memory_gib'] or 0:.1f} GiB on the device"
+            )
         if est is None:
             excluded.append(_excluded(c, reason))
             continue
-        replica = int(est["layout"]["tp"]) if est.get("layout") else (job.gpus or 1)
+        replica = int(est["layout"]["tp"]) * int(est["layout"]["pp"])
         replicas = c.gpus_per_instance // replica
         tokens_per_s = est["output_tokens_per_s"] * replicas
         cost = None
@@ -269,6 +276,7 @@ def compare_infer(
             "gpus_per_replica": replica,
             "replicas": replicas,
             "method": est["method"],
+            "batch": est["batch"],
             "ttft_ms": est["ttft_ms"],
             "tpot_ms": est["tpot_ms"],
             "e2e_latency_s": est["e2e_latency_s"],

@@ -44,36 +44,43 @@ class TrainJob:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class InferJob:
-    """Serve `batch` concurrent requests of input_len prompt and output_len generated tokens.
+    """Serve requests of input_len prompt and output_len generated tokens.
 
-    `gpus` is the size of one model replica (tensor parallel group); None lets the comparison
-    pick the smallest that fits in one instance.
+    `batch` is the static batch per replica, or None for the steady-state maximum (continuous
+    batching, `--batch max`). A replica is `tp` x `pp` GPUs inside one instance; `tp=None` lets
+    the comparison pick the smallest that fits. An instance runs as many replicas as it holds.
     """
 
-    batch: int = 1
-    input_len: int = 2048
+    batch: int | None = 1
+    input_len: int = 1024
     output_len: int = 256
     weight_dtype: str = "bf16"
-    kv_dtype: str = "bf16"
-    gpus: int | None = None
-    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    kv_dtype: str | None = None  # planner default: 16-bit
+    act_dtype: str | None = None  # planner default: see flopwise.plan.infer.Precision
+    engine: str = "generic"
+    tp: int | None = None
+    pp: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("batch", "input_len", "output_len"):
+        for name in ("input_len", "output_len", "pp"):
             value = getattr(self, name)
             if value < 1:
                 raise FlopwiseError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
-        if self.gpus is not None and self.gpus < 1:
-            raise FlopwiseError(f"--gpus must be at least 1, got {self.gpus}")
+        if self.batch is not None and self.batch < 1:
+            raise FlopwiseError(f"--batch must be at least 1 or 'max', got {self.batch}")
+        if self.tp is not None and self.tp < 1:
+            raise FlopwiseError(f"--tp must be at least 1, got {self.tp}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": "infer",
-            "batch": self.batch,
+            "batch": "max" if self.batch is None else self.batch,
             "input_len": self.input_len,
             "output_len": self.output_len,
             "weight_dtype": self.weight_dtype,
             "kv_dtype": self.kv_dtype,
-            "gpus": self.gpus,
-            "options": dict(self.options),
+            "act_dtype": self.act_dtype,
+            "engine": self.engine,
+            "tp": self.tp,
+            "pp": self.pp,
         }

@@ -7,7 +7,10 @@ planners touches only this module:
   memory_per_gpu_gib, device_memory_gib, fits, layout, breakdown, memory_breakdown, plan``
 - ``infer_estimate(model, hw, gpus, job)`` (one replica of `gpus` GPUs) -> ``method, ttft_ms,
   tpot_ms, e2e_latency_s, output_tokens_per_s, memory_per_gpu_gib, device_memory_gib, fits,
-  layout, breakdown, memory_breakdown, plan``
+  batch, layout, breakdown, memory_breakdown, plan``
+
+Inference: flopwise.plan.infer.plan_inference. Training: the first-order estimate until the
+training planner lands.
 
 A planner that cannot run the job raises FlopwiseError; the comparison lists the reason.
 """
@@ -17,8 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from flopwise.compare.jobs import InferJob, TrainJob
+from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
-from flopwise.units import GIB
 from flopwise.workload.spec import ModelSpec
 
 
@@ -51,22 +54,55 @@ def train_estimate(model: ModelSpec, hw: Hardware, gpus: int, job: TrainJob) -> 
     }
 
 
-def infer_estimate(model: ModelSpec, hw: Hardware, gpus: int, job: InferJob) -> dict[str, Any]:
-    """Latency and throughput of one replica of `gpus` accelerators serving `job`."""
-    from flopwise.compare._roofline_infer import roofline_infer
+#: Time and memory components the report charts (the planner's totals are left out).
+_INFER_TIME_PARTS = (
+    "weights_read_ms",
+    "kv_read_ms",
+    "compute_ms",
+    "communication_ms",
+    "overhead_ms",
+    "activations_ms",
+)
+_INFER_MEMORY_PARTS = ("weights_gib", "kv_cache_gib", "workspace_gib", "runtime_reserved_gib")
 
-    plan = roofline_infer(model, hw, gpus, job)
+
+def infer_estimate(model: ModelSpec, hw: Hardware, gpus: int, job: InferJob) -> dict[str, Any]:
+    """Latency and throughput of one replica (`gpus` = tp x pp accelerators) serving `job`."""
+    from flopwise.plan.infer import InferJob as PlannerJob
+    from flopwise.plan.infer import plan_inference
+
+    if gpus % job.pp:
+        raise FlopwiseError(f"a {gpus}-GPU replica is not a multiple of --pp {job.pp}")
+    plan = plan_inference(
+        model,
+        hw,
+        PlannerJob(
+            input_len=job.input_len,
+            output_len=job.output_len,
+            batch=job.batch,
+            tp=gpus // job.pp,
+            pp=job.pp,
+            replicas=1,
+            weight_dtype=job.weight_dtype,
+            kv_dtype=job.kv_dtype,
+            act_dtype=job.act_dtype,
+            engine=job.engine,
+        ),
+    ).to_dict()
+    request = plan["breakdown"]["request"]
+    memory = plan["memory"]
     return {
-        "method": plan["method"],
+        "method": "model",
         "ttft_ms": plan["ttft_ms"],
         "tpot_ms": plan["tpot_ms"],
         "e2e_latency_s": plan["e2e_latency_s"],
         "output_tokens_per_s": plan["output_tokens_per_s"],
         "memory_per_gpu_gib": plan["memory_per_gpu_gib"],
-        "device_memory_gib": None if hw.memory_bytes is None else hw.memory_bytes / GIB,
+        "device_memory_gib": memory.get("device_gib"),
         "fits": plan["fits"],
-        "layout": {"tp": gpus},
-        "breakdown": plan["breakdown"],
-        "memory_breakdown": plan["memory_breakdown"],
+        "batch": plan["batch"],
+        "layout": {"tp": gpus // job.pp, "pp": job.pp},
+        "breakdown": {k: request[k] for k in _INFER_TIME_PARTS if k in request},
+        "memory_breakdown": {k: memory[k] for k in _INFER_MEMORY_PARTS if k in memory},
         "plan": plan,
     }

@@ -291,7 +291,7 @@
     title.textContent = "Where the time and memory go: " + top.provider + " " + top.instance + " (" + top.accelerator + ", top row)";
     var plan = (CMP.chosen && CMP.chosen.plan) || {};
     var unit = TRAIN ? (plan.breakdown_unit || "s") : "ms";
-    barChart("time-chart", TRAIN ? "step time breakdown" : "decode step breakdown", top.breakdown, unit);
+    barChart("time-chart", TRAIN ? "step time breakdown" : "time per request (prefill + decode)", top.breakdown, unit);
     barChart("memory-chart", "memory per GPU", top.memory_breakdown, "GiB");
   }
 

@@ -45,11 +45,13 @@
       items.push(["dtype", job.dtype]);
     } else {
       items.push(["requests", "batch " + job.batch + ", " + job.input_len + " input / " + job.output_len + " output tokens"]);
-      items.push(["dtypes", "weights " + job.weight_dtype + ", KV " + job.kv_dtype]);
+      items.push(["dtypes", "weights " + job.weight_dtype + ", KV " + (job.kv_dtype || "16-bit (default)") + (job.act_dtype ? ", GEMMs " + job.act_dtype : "")]);
+      items.push(["replica", (job.tp ? "tp " + job.tp : "smallest TP that fits") + (job.pp > 1 ? ", pp " + job.pp : "") + ", engine " + job.engine]);
     }
     var methods = {};
     CMP.rows.forEach(function (r) { methods[r.method] = true; });
-    items.push(["estimate", Object.keys(methods).join(", ") || "none"]);
+    var names = { "first-order": "first-order (time = FLOPs / (GPUs x peak x assumed MFU))", "model": (TRAIN ? "training" : "inference") + " planner (per-op model)" };
+    items.push(["estimate", Object.keys(methods).map(function (m) { return names[m] || m; }).join(", ") || "none"]);
     items.push(["sorted by", CMP.sort]);
     items.push(["offers", CMP.rows.length + " can run it, " + CMP.excluded.length + " cannot"]);
     items.forEach(function (kv) { dl.appendChild(el("dt", {}, kv[0])); dl.appendChild(el("dd", {}, kv[1])); });
@@ -254,15 +256,18 @@
       var d = front.map(function (r, i) { return (i ? "L" : "M") + x(r[tk]).toFixed(1) + " " + y(r[ck]).toFixed(1); }).join(" ");
       root.appendChild(svg("path", { d: d, "class": "front" }));
     }
-    var labelled = 0;
+    var placed = [];
     pts.forEach(function (r) {
       var c = svg("circle", { cx: x(r[tk]).toFixed(1), cy: y(r[ck]).toFixed(1), r: r.pareto ? "6" : "4", "class": r.pareto ? "pt pareto" : "pt" });
       c.appendChild(svg("title", {}, r.provider + " " + r.instance + " (" + r.accelerator + "): " + num(r[tk], 2) + (TRAIN ? " days, " + money(r[ck]) : " s, $" + num(r[ck], 3) + "/M tok") + (r.pareto ? " — Pareto-optimal" : "")));
       root.appendChild(c);
-      if (r.pareto && labelled < 8) {
-        var dy = labelled % 2 ? 16 : -8;
-        labelled++;
-        root.appendChild(svg("text", { x: (x(r[tk]) + 8).toFixed(1), y: (y(r[ck]) + dy).toFixed(1) }, r.provider + " " + r.accelerator));
+      if (r.pareto) {
+        var lx = x(r[tk]) + 8, ly = y(r[ck]) - 6;
+        var clash = placed.some(function (p) { return Math.abs(p[1] - ly) < 13 && Math.abs(p[0] - lx) < 120; });
+        if (!clash) {
+          placed.push([lx, ly]);
+          root.appendChild(svg("text", { x: lx.toFixed(1), y: ly.toFixed(1) }, r.provider + " " + r.accelerator));
+        }
       }
     });
   }

@@ -50,3 +50,14 @@ ATTENTION_BWD_FRACTION = 0.50
 #: recomputes the scores, so 5 matmuls instead of 2 (FlashAttention-2 paper §4.1 counts
 #: backward FLOPs as 2.5x forward).
 ATTENTION_BWD_FLOP_FACTOR = 2.5
+
+#: FlashAttention-2 kernels on Hopper and newer GPUs cannot use wgmma/TMA and reach about 35%
+#: of H100 peak (FlashAttention-3 paper, arXiv:2407.08608 §1: "FlashAttention-2 achieves only
+#: 35% utilization on H100"); its backward sits lower still (their Fig. 6: ~30%). Used for runs
+#: that name FlashAttention-2 (or earlier) as their kernel on these accelerators.
+FA2_ON_HOPPER_FWD_FRACTION = 0.35
+FA2_ON_HOPPER_BWD_FRACTION = 0.30
+
+#: Accelerator id prefixes of Hopper-and-newer NVIDIA GPUs, where FA2 kernels fall short.
+HOPPER_OR_NEWER_PREFIXES: tuple[str, ...] = ("h100", "h200", "h800", "h20", "gh200", "b200",
+                                              "b300", "gb200", "gb300")

@@ -104,6 +104,22 @@ def _spec(row: Row, family: str) -> ModelSpec:
                      tied_embeddings=row["model"].startswith("GPT3"), **common)
 
 
+#: Narayanan et al. 2021 Table 1 run scripts (NVIDIA/Megatron-LM examples/sc21/run_table_1.sh):
+#: microbatch size and virtual pipeline depth (layers / (pp x layers per virtual stage)).
+_SC21_TABLE_1: dict[str, tuple[int, int]] = {
+    "n21_t1_1.7B": (16, 1),
+    "n21_t1_3.6B": (16, 1),
+    "n21_t1_7.5B": (16, 1),
+    "n21_t1_18.4B": (8, 1),
+    "n21_t1_39.1B": (4, 1),
+    "n21_t1_76.1B": (2, 3),
+    "n21_t1_145.6B": (2, 2),
+    "n21_t1_310.1B": (1, 2),
+    "n21_t1_529.6B": (1, 3),
+    "n21_t1_1008.0B": (1, 1),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class _Setup:
     metric: str
@@ -124,34 +140,47 @@ def _setup(row: Row, family: str) -> _Setup | str:
     tp, pp, dp, cp, mb = (_int(row, k) for k in ("tp", "pp", "dp", "cp", "microbatch"))
     note = ""
     if family == "megatron":
+        vpp = None
+        if row["id"] in _SC21_TABLE_1:
+            mb, vpp = _SC21_TABLE_1[row["id"]]
+            note = "microbatch and interleaving from Megatron-LM examples/sc21/run_table_1.sh"
         if tp is None:
             # Table 2 gives only the model-parallel size; the paper keeps TP inside a node
             mp = gpus // (dp or 1)
             tp, pp = 8, mp // 8
             note = f"t/p split not transcribed: tp=8 (one DGX A100 node), pp={pp} assumed"
-        cons = LayoutConstraints(tp=tp, pp=pp, dp=dp, cp=1, microbatch=mb, recompute="full",
-                                 zero=0, sequence_parallel=False)
-        job = TrainJob(gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="bf16")
+        cons = LayoutConstraints(tp=tp, pp=pp, dp=dp, cp=1, vpp=vpp, microbatch=mb,
+                                 recompute="full", zero=0, sequence_parallel=False)
+        job = TrainJob(gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="bf16",
+                       attention="unfused")
         measured = _num(row, "measured_tflops_per_gpu")
         assert measured is not None
         return _Setup("hw_tflops_per_gpu", measured, job, cons, note)
     if family == "bloom":
         cons = LayoutConstraints(tp=tp, pp=pp, dp=dp, cp=1, vpp=1, microbatch=mb,
                                  recompute="full", zero=1, sequence_parallel=False)
-        job = TrainJob(gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="bf16")
+        job = TrainJob(gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="bf16",
+                       attention="unfused")
         return _Setup("hw_tflops_per_gpu", float(row["measured_tflops_per_gpu"]), job, cons, "")
     if family == "nemo":
         vp = re.search(r"VP=(\d+)", row.get("notes", ""))
         vpp = int(vp.group(1)) if vp else 1
+        # the table lists no recompute: the recipes' throughput runs keep all activations
         cons = LayoutConstraints(tp=tp, pp=pp, dp=dp, cp=cp or 1, vpp=vpp, microbatch=mb,
-                                 zero=1, sequence_parallel=bool(tp and tp > 1))
-        job = TrainJob(gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="fp8")
-        return _Setup("tflops_per_gpu", float(row["measured_tflops_per_gpu"]), job, cons, "")
+                                 recompute="none", zero=1,
+                                 sequence_parallel=bool(tp and tp > 1))
+        job = TrainJob(gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="fp8",
+                       recipe="mcore-fp8", tp_comm_overlap=bool(tp and tp > 1),
+                       pp_comm_overlap=vpp > 1)
+        return _Setup("tflops_per_gpu", float(row["measured_tflops_per_gpu"]), job, cons,
+                      "recompute none, TP overlap and p2p overlap assumed (NeMo recipes)")
     if family == "mpt":
         rc = "none" if row.get("recompute", "").strip() == "none" else "full"
         cons = LayoutConstraints(tp=1, pp=1, dp=gpus, cp=1, microbatch=mb, recompute=rc,
                                  zero=3, sequence_parallel=False)
-        job = TrainJob(gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="bf16")
+        # the README (2023, before FlashAttention-3) says "our models use Flash Attention"
+        job = TrainJob(gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="bf16",
+                       attention="flash2")
         return _Setup("mfu", float(row["measured_mfu"]), job, cons, "FSDP FULL_SHARD = ZeRO-3")
     return "no published layout for this family of runs"
 

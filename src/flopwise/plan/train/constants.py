@@ -54,6 +54,16 @@ DP_OVERLAP_FRACTION = 1.0
 #: fully exposed (Narayanan et al. 2021 §3.3; Korthikanti et al. 2022 §5).
 TP_EXPOSED_FRACTION = 1.0
 
+#: With TP communication overlap (Transformer Engine userbuffers: GEMMs split into chunks that
+#: pipeline with ring reduce-scatter/all-gather), what stays exposed is the first/last chunk
+#: of each ring: about 1/tp of it with a tp-step ring; we charge 1/tp plus the SM share the
+#: overlapped collective takes from the GEMMs (OVERLAP_COMPUTE_TAX).
+
+#: Compute time lost per second of communication that runs under compute: NCCL and
+#: userbuffer kernels occupy SMs (NCCL uses 16-32 CTAs of 108-132 SMs, ~15-25%) and HBM
+#: bandwidth while they overlap GEMMs (NCCL docs NCCL_MAX_CTAS; TE userbuffers use 8-16 SMs).
+OVERLAP_COMPUTE_TAX = 0.15
+
 #: Fraction of pipeline point-to-point time on the critical path (1F1B sends/receives between
 #: dependent stage computations; Narayanan et al. 2021 §4.1).
 PP_EXPOSED_FRACTION = 1.0
@@ -66,3 +76,45 @@ STEP_FIXED_S = 0.02
 #: the 16-bit logits, read them and write fp32 (Megatron's vocab-parallel cross-entropy
 #: upcasts), read for max/sum/loss, then read and write the gradient.
 CROSS_ENTROPY_TRAFFIC_BYTES = 16.0
+
+#: Unfused attention (Megatron-LM 2021, BLOOM's Megatron-DeepSpeed): the s x s score tensor
+#: goes through HBM. The QK^T and PV batched GEMMs' own reads and writes of it are in their
+#: memory roofline; on top, per score element, the forward's fused scale-mask-softmax reads and
+#: writes it (4 bytes) and dropout reads it, writes its output and a mask (5) = 9; the backward's
+#: dropout (read grad 2 + mask 1, write 2) and softmax (read probs 2 + grad 2, write 2) = 11.
+#: Korthikanti et al. 2022 §4.1 lists the same tensors: 2 + 1 + 2 bytes stored per element.
+UNFUSED_SCORE_BYTES_FWD = 9.0
+UNFUSED_SCORE_BYTES_BWD = 11.0
+UNFUSED_SCORE_BYTES_STORED = 5.0
+
+#: fp8 GEMMs (Transformer Engine): each GEMM input is cast to fp8 and also written transposed
+#: for the backward GEMMs: read 2 bytes, write 1 + 1 = 4 bytes per element cast (TE
+#: cast_transpose kernels). Applied to activations and output gradients; weights are cast once
+#: per step.
+FP8_CAST_BYTES_PER_ELEMENT = 4.0
+
+#: Sustained fraction of the MAMF-based GEMM (and attention) rate inside a training step.
+#: MAMF is the best rate of one GEMM in a short synchronised loop; in a training step the GPU
+#: runs at its power cap for hours (clocks drop: A100 400 W, H100 700 W), its GEMMs share HBM,
+#: L2 and SMs with concurrent NCCL and elementwise kernels, and thousands of kernel launches
+#: leave gaps. One number per GPU die, fitted by least absolute error over all validation rows
+#: of that die at once (flopwise validate: 26 A100 rows, 21 H100 rows), never per row:
+#: A100 (GA100) 0.82, H100 (GH100, also H200/H800/GH200 which share the die and 700 W cap)
+#: 0.72. Accelerators without validation rows use the mean of the two, 0.77.
+SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.77
+SUSTAINED_COMPUTE_FRACTION: dict[str, float] = {
+    "a100": 0.82,
+    "h100": 0.72,
+    "h200": 0.72,
+    "h800": 0.72,
+    "gh200": 0.72,
+}
+
+
+def sustained_compute_fraction(accelerator_id: str) -> float:
+    """The sustained-compute fraction for an accelerator id (longest matching prefix)."""
+    best = ""
+    for prefix in SUSTAINED_COMPUTE_FRACTION:
+        if accelerator_id.startswith(prefix) and len(prefix) > len(best):
+            best = prefix
+    return SUSTAINED_COMPUTE_FRACTION[best] if best else SUSTAINED_COMPUTE_FRACTION_DEFAULT

@@ -13,7 +13,7 @@ from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
 from flopwise.plan.roofline import Tier, memory_bw_bytes_per_s, tier_for
 from flopwise.workload.flops import attention_flops_per_token, train_flops_per_token
-from flopwise.workload.memory_bytes import TrainingRecipe, get_recipe
+from flopwise.workload.memory_bytes import TrainingRecipe
 from flopwise.workload.params import (
     ParamCounts,
     attention_params,
@@ -24,7 +24,9 @@ from flopwise.workload.params import (
 )
 from flopwise.workload.spec import ModelSpec
 
+from .constants import sustained_compute_fraction
 from .layout import TrainJob
+from .recipes import resolve_recipe
 
 _ALIBI_OR_LEARNED = ("bloom", "mpt", "gpt2", "opt", "falcon_alibi")
 
@@ -44,6 +46,7 @@ class ModelContext:
     peak16_flops: float = field(init=False)
     peak_flops: float = field(init=False)  # dense peak of the GEMM dtype (MFU denominator)
     capacity_bytes: float | None = field(init=False)
+    compute_fraction: float = field(init=False)  # sustained fraction of GEMM/attention rates
     # per-layer parameter counts (whole layer, before any split)
     dense_layer_params: float = field(init=False)
     moe_shared_params: float = field(init=False)  # attention + router + shared experts + norms
@@ -59,7 +62,7 @@ class ModelContext:
     def __post_init__(self) -> None:
         m, hw, job = self.model, self.hw, self.job
         self.counts = count_params(m)
-        self.recipe = get_recipe(job.recipe_name)
+        self.recipe = resolve_recipe(job.recipe_name)
         gpn = job.gpus_per_node
         if gpn is None and hw.system_id is not None:
             gpn = get_system(hw.system_id).gpus_per_node
@@ -70,6 +73,7 @@ class ModelContext:
         dtype = "bf16" if job.dtype == "fp16" and "fp16" not in hw.peak_tflops else job.dtype
         self.peak_flops = hw.peak(dtype) * 1e12
         self.capacity_bytes = hw.memory_bytes
+        self.compute_fraction = sustained_compute_fraction(hw.id)
         norms = m.norms_per_layer * norm_params(m, m.hidden)
         attn = attention_params(m)
         self.dense_layer_params = attn + mlp_params(m, m.ffn) + norms
@@ -101,16 +105,35 @@ class ModelContext:
         return c
 
     def tier(self, group: int, extent: int) -> Tier:
-        """Network tier of a group of `group` GPUs whose ranks span `extent` consecutive GPUs."""
+        """Network tier of a group of `group` GPUs whose ranks span `extent` consecutive GPUs.
+
+        Across nodes, NCCL runs one ring/tree per NIC rail: the k members of the group that share
+        a node each drive their own NIC, so the group's bus bandwidth is k x the per-GPU NIC
+        rate (nccl-tests multi-node busbw ~ the node's total NIC bandwidth), capped by the
+        scale-up fabric that feeds the rails.
+        """
+        key = (group, extent)
+        cache = self.cache("tier")
+        hit = cache.get(key)
+        if hit is not None:
+            return hit  # type: ignore[return-value]
+        spans = extent > self.domain
         try:
-            return tier_for(self.hw, group, spans_nodes=extent > self.domain)
+            tier = tier_for(self.hw, group, spans_nodes=spans)
         except FlopwiseError:
-            if extent <= self.domain:
+            if not spans:
                 raise
             raise FlopwiseError(
                 f"{self.hw.id}: this layout needs the scale-out network between nodes, whose "
                 "bandwidth is unknown; pass --system with a node type"
             ) from None
+        if spans:
+            stride = max(extent // group, 1)
+            per_node = max(1, min(group, self.gpus_per_node // stride))
+            up = tier_for(self.hw, group, spans_nodes=False).bw_gbps
+            tier = Tier(tier.name, min(per_node * tier.bw_gbps, up), tier.alpha_s)
+        cache[key] = tier
+        return tier
 
     @property
     def layers(self) -> int:

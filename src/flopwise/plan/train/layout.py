@@ -17,6 +17,7 @@ from flopwise.workload.spec import ModelSpec
 RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
 TRAIN_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8")
 OBJECTIVES: tuple[str, ...] = ("time", "cost")
+ATTENTION_IMPLS: tuple[str, ...] = ("flash", "flash2", "unfused")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -32,6 +33,15 @@ class TrainJob:
     gpus_per_node: int | None = None  # default: the system's, else the scale-up domain
     price_per_gpu_hour: float | None = None
     objective: str = "time"
+    # "flash": the best fused kernel for the accelerator (FA2 on Ampere, FA3/cuDNN on Hopper+);
+    # "flash2": FlashAttention-2 everywhere; "unfused": s^2 scores through HBM (Megatron 2021)
+    attention: str = "flash"
+    # overlap TP collectives with GEMMs (Transformer Engine userbuffers, Megatron-Core
+    # --tp-comm-overlap); off by default, as in plain Megatron-LM and DeepSpeed
+    tp_comm_overlap: bool = False
+    # overlap pipeline sends/receives with the next microbatch's compute (Megatron-Core
+    # overlap_p2p_comm, on with the interleaved schedule); off: blocking p2p (Megatron-LM 2021)
+    pp_comm_overlap: bool = False
 
     def __post_init__(self) -> None:
         for name in ("gpus", "seq_len", "global_batch_seqs"):
@@ -45,6 +55,10 @@ class TrainJob:
             raise FlopwiseError(f"gpus_per_node must be at least 1, got {self.gpus_per_node}")
         if self.price_per_gpu_hour is not None and self.price_per_gpu_hour < 0:
             raise FlopwiseError(f"price per GPU-hour must not be negative: {self.price_per_gpu_hour}")
+        if self.attention not in ATTENTION_IMPLS:
+            raise FlopwiseError(
+                f"attention {self.attention!r} is not one of {', '.join(ATTENTION_IMPLS)}"
+            )
         if self.objective not in OBJECTIVES:
             raise FlopwiseError(f"objective {self.objective!r} is not one of time, cost")
 

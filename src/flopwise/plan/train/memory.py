@@ -28,6 +28,7 @@ from .constants import (
     ALLOCATOR_FRAGMENTATION,
     FRAMEWORK_FIXED_BYTES,
     LOGITS_BYTES_PER_ELEMENT,
+    UNFUSED_SCORE_BYTES_STORED,
     ZERO3_GATHERED_LAYERS,
 )
 from .context import ModelContext
@@ -126,9 +127,13 @@ def layer_activation_bytes(ctx: ModelContext, tp: int, cp: int, mb: int, sp: boo
     mlp = (1 - frac_moe) * dense_mlp + frac_moe * moe_mlp
     per_token = hidden_part + attn + mlp
     full_input = h / (tp if sp else 1)
+    scores = 0.0
+    if ctx.job.attention == "unfused":
+        # Korthikanti's 5as^2b: softmax output, dropout mask and dropout output per score
+        scores = UNFUSED_SCORE_BYTES_STORED * mb * m.heads / tp * (ctx.job.seq_len / cp) ** 2
     return (
-        per_token * tokens * ACT_BYTES,
-        (o + lse) * tokens * ACT_BYTES,
+        per_token * tokens * ACT_BYTES + scores,
+        (o + lse) * tokens * ACT_BYTES + scores,
         full_input * tokens * ACT_BYTES,
     )
 

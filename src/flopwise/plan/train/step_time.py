@@ -19,6 +19,9 @@ from flopwise.plan.efficiency import (
     ATTENTION_BWD_FLOP_FACTOR,
     ATTENTION_BWD_FRACTION,
     ATTENTION_FWD_FRACTION,
+    FA2_ON_HOPPER_BWD_FRACTION,
+    FA2_ON_HOPPER_FWD_FRACTION,
+    HOPPER_OR_NEWER_PREFIXES,
 )
 from flopwise.plan.roofline import collective_time_s, gemm_time_s
 
@@ -27,11 +30,15 @@ from .constants import (
     ADAM_EXTRA_WRITE_BYTES,
     CROSS_ENTROPY_TRAFFIC_BYTES,
     DP_OVERLAP_FRACTION,
+    FP8_CAST_BYTES_PER_ELEMENT,
     HIDDEN_ELEMENTWISE_PER_LAYER,
     MEMORY_BOUND_BWD_FACTOR,
+    OVERLAP_COMPUTE_TAX,
     PP_EXPOSED_FRACTION,
     STEP_FIXED_S,
     TP_EXPOSED_FRACTION,
+    UNFUSED_SCORE_BYTES_BWD,
+    UNFUSED_SCORE_BYTES_FWD,
 )
 from .context import ModelContext
 from .layout import Layout
@@ -106,10 +113,10 @@ def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) 
     g_bwd = qkv[1] + out[1]
     g_fwd += (1 - frac_moe) * sum(x[0] for x in dense_mlp) + frac_moe * sum(x[0] for x in moe_mlp)
     g_bwd += (1 - frac_moe) * sum(x[1] for x in dense_mlp) + frac_moe * sum(x[1] for x in moe_mlp)
-    # attention core (executed causal FLOPs)
-    attn_flops = ctx.attn_fwd_flops_per_token_layer * t / tp
-    a_fwd = attn_flops / (ctx.peak16_flops * ATTENTION_FWD_FRACTION)
-    a_bwd = ATTENTION_BWD_FLOP_FACTOR * attn_flops / (ctx.peak16_flops * ATTENTION_BWD_FRACTION)
+    sustain = ctx.compute_fraction
+    g_fwd /= sustain
+    g_bwd /= sustain
+    a_fwd, a_bwd = _attention_core(ctx, t, tp, mb, cp)
     # memory-bound elementwise work
     act_mult = 3.0 if m.gated_mlp else 2.0
     elems = HIDDEN_ELEMENTWISE_PER_LAYER * h / (tp if sp else 1)
@@ -120,6 +127,15 @@ def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) 
         elems += 2.0 * (m.heads / tp + kv_local) * m.head_dim
     e_fwd = elems * t * ACT_BYTES / ctx.bw_bytes_s
     e_bwd = MEMORY_BOUND_BWD_FACTOR * e_fwd
+    if ctx.job.dtype == "fp8":
+        # cast (and transpose) every GEMM input: activations forward, output gradients backward
+        q_kv = (m.heads * m.head_dim) / tp + kv_local * (m.head_dim + m.v_head_dim)
+        width = m.ffn if not m.is_moe else m.experts_per_token * m.expert_ffn
+        cast_f = 2.0 * h / (tp if sp else 1) + (m.heads * m.v_head_dim + width) / tp
+        cast_b = 2.0 * h / (tp if sp else 1) + q_kv + mult * width / tp
+        per_elem = FP8_CAST_BYTES_PER_ELEMENT / ctx.bw_bytes_s
+        e_fwd += cast_f * t * per_elem
+        e_bwd += cast_b * t * per_elem
     # tensor parallel: 2 all-reduces (or all-gather + reduce-scatter pairs) each way per layer
     tp_f = 0.0
     if tp > 1:
@@ -130,7 +146,10 @@ def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) 
             one += collective_time_s("reduce_scatter", size, tp, tier)
         else:
             one = collective_time_s("all_reduce", size, tp, tier)
-        tp_f = 2.0 * one * TP_EXPOSED_FRACTION
+        exposed = TP_EXPOSED_FRACTION
+        if ctx.job.tp_comm_overlap:
+            exposed = 1.0 / tp + OVERLAP_COMPUTE_TAX
+        tp_f = 2.0 * one * min(exposed, 1.0)
     # context parallel: ring exchange of K and V, hidden behind the attention core if it can be
     cp_f = cp_b = 0.0
     if cp > 1:
@@ -160,6 +179,31 @@ def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) 
     return res
 
 
+def _attention_core(
+    ctx: ModelContext, t: float, tp: int, mb: int, cp: int
+) -> tuple[float, float]:
+    """(forward, backward) seconds of the attention core for one layer and microbatch."""
+    m = ctx.model
+    if ctx.job.attention in ("flash", "flash2"):
+        flops = ctx.attn_fwd_flops_per_token_layer * t / tp  # causal: masked blocks skipped
+        rate = ctx.peak16_flops * ctx.compute_fraction
+        f_fwd, f_bwd = ATTENTION_FWD_FRACTION, ATTENTION_BWD_FRACTION
+        if ctx.job.attention == "flash2" and ctx.hw.id.startswith(HOPPER_OR_NEWER_PREFIXES):
+            f_fwd, f_bwd = FA2_ON_HOPPER_FWD_FRACTION, FA2_ON_HOPPER_BWD_FRACTION
+        fwd = flops / (rate * f_fwd)
+        bwd = ATTENTION_BWD_FLOP_FACTOR * flops / (rate * f_bwd)
+        return fwd, bwd
+    # unfused: two batched GEMMs over the full s x s scores plus the softmax/dropout traffic
+    s = int(ctx.job.seq_len / cp)
+    heads = max(int(mb * m.heads / tp), 1)
+    qk = _gemm(ctx, s, s, m.head_dim, heads)
+    pv = _gemm(ctx, s, m.v_head_dim, s, heads)
+    scores = heads * float(s) * s
+    fwd = (qk[0] + pv[0]) / ctx.compute_fraction + scores * UNFUSED_SCORE_BYTES_FWD / ctx.bw_bytes_s
+    bwd = (qk[1] + pv[1]) / ctx.compute_fraction + scores * UNFUSED_SCORE_BYTES_BWD / ctx.bw_bytes_s
+    return fwd, bwd
+
+
 def logits_time_s(ctx: ModelContext, tp: int, cp: int, mb: int) -> float:
     """Output projection forward+backward plus the cross-entropy, one microbatch."""
     key = (tp, cp, mb)
@@ -169,6 +213,7 @@ def logits_time_s(ctx: ModelContext, tp: int, cp: int, mb: int) -> float:
         return hit  # type: ignore[return-value]
     t = mb * ctx.job.seq_len / cp
     f, b = _gemm(ctx, t, ctx.model.vocab / tp, ctx.model.hidden)
+    f, b = f / ctx.compute_fraction, b / ctx.compute_fraction
     ce = t * ctx.model.vocab / tp * CROSS_ENTROPY_TRAFFIC_BYTES / ctx.bw_bytes_s
     res = f + b + ce
     cache[key] = res
@@ -244,26 +289,27 @@ def _dp_exposed(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: f
         if lay.zero == 0:
             hit = (coll("all_reduce", r.grads), 0.0)
         elif lay.zero == 1:
-            hit = (coll("reduce_scatter", r.grads), coll("all_gather", r.weights))
+            hit = (coll("reduce_scatter", r.grads), coll("all_gather", ACT_BYTES))
         else:
-            hit = (coll("reduce_scatter", r.grads), coll("all_gather", r.weights))
+            hit = (coll("reduce_scatter", r.grads), coll("all_gather", ACT_BYTES))
         cache[key] = hit
     reduce_s, gather_s = hit  # type: ignore[misc]
+    def exposed(comm: float, window: float) -> float:
+        hidden = min(comm, DP_OVERLAP_FRACTION * window)
+        return comm - hidden + OVERLAP_COMPUTE_TAX * hidden
+
     if lay.zero <= 1:
         # gradients reduce under the last microbatch's backward; the parameter all-gather
         # after the optimizer overlaps the next step's first forward
-        exposed = max(0.0, reduce_s - DP_OVERLAP_FRACTION * mb_bwd)
-        return exposed + max(0.0, gather_s - DP_OVERLAP_FRACTION * mb_fwd)
+        return exposed(reduce_s, mb_bwd) + exposed(gather_s, mb_fwd)
     layers = -(-ctx.layers // lay.pp)
     if lay.zero == 2:
         # gradients reduce-scattered after every microbatch's backward
-        per_mb = max(0.0, reduce_s - DP_OVERLAP_FRACTION * mb_bwd)
-        return m * per_mb + reduce_s / layers
+        return m * exposed(reduce_s, mb_bwd) + reduce_s / layers
     # ZeRO-3 / FSDP: gather weights for forward and backward, reduce-scatter gradients, every
     # microbatch, prefetched one layer ahead; the first layer's gather is never hidden
     comm = 2.0 * gather_s + reduce_s
-    per_mb = max(0.0, comm - DP_OVERLAP_FRACTION * (mb_fwd + mb_bwd))
-    return m * (per_mb + comm / layers)
+    return m * (exposed(comm, mb_fwd + mb_bwd) + comm / layers)
 
 
 def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBreakdown:
@@ -295,7 +341,8 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     if lay.pp > 1:
         size = lay.microbatch * ctx.job.seq_len / lay.cp * ctx.model.hidden * ACT_BYTES / lay.tp
         tier = ctx.tier(2, ctx.job.gpus)
-        pp_mb = 2.0 * lay.vpp * collective_time_s("send_recv", size, 2, tier) * PP_EXPOSED_FRACTION
+        exposed = OVERLAP_COMPUTE_TAX if ctx.job.pp_comm_overlap else PP_EXPOSED_FRACTION
+        pp_mb = 2.0 * lay.vpp * collective_time_s("send_recv", size, 2, tier) * exposed
     per_mb = stage + pp_mb
     bubble = (lay.pp - 1) / lay.vpp * per_mb
     mb_fwd = n_layers * lc.compute_fwd

@@ -181,8 +181,12 @@ def layout_problem(model: ModelSpec, job: TrainJob, lay: Layout) -> str | None:
     if lay.vpp > 1:
         if lay.pp == 1:
             return f"vpp={lay.vpp} needs pipeline parallelism (pp > 1)"
-        if model.layers % (lay.pp * lay.vpp):
-            return f"pp*vpp = {lay.pp * lay.vpp} does not divide the {model.layers} layers"
+        per_stage = -(-model.layers // lay.pp)
+        if per_stage % lay.vpp:
+            return (
+                f"vpp={lay.vpp} does not divide the {per_stage} layers of a pipeline stage "
+                f"({model.layers} layers over pp={lay.pp})"
+            )
         if lay.microbatches(job) % lay.pp:
             return (
                 f"the interleaved schedule needs the {lay.microbatches(job)} microbatches to "
@@ -239,10 +243,9 @@ def enumerate_layouts(
 
 def vpp_options(model: ModelSpec, pp: int, given: int | None) -> list[int]:
     """Virtual stages per GPU for the interleaved schedule (1 = plain 1F1B)."""
-    if pp == 1 or model.layers % pp:
-        opts = [1]
-    else:
-        opts = [v for v in divisors(model.layers // pp) if model.layers % (pp * v) == 0]
+    # uneven pipelines (fewer layers on the first/last stage, as Megatron-Core's
+    # decoder_first/last_pipeline_num_layers and Llama 3 do) keep ceil(L/pp) per stage
+    opts = [1] if pp == 1 else divisors(-(-model.layers // pp))
     if given is None:
         return opts
     return [given] if given in opts else []

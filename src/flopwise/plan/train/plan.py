@@ -187,6 +187,8 @@ def plan_training(
         )
     if (why := explain_constraints(model, job, cons)) is not None:
         raise FlopwiseError(why)
+    if job.objective == "cost":
+        return _cheapest(model, hardware, job, cons)
     ctx = ModelContext(model, hardware, job)
     fixed = cons.given()
     all_fixed = all(
@@ -206,6 +208,33 @@ def plan_training(
     why, what = _explain_no_fit(model, hardware, job, cons, outcome)
     return TrainPlan(model, hardware, job, summary, outcome.leanest, False, outcome,
                      not all_fixed, why, tuple(what))
+
+
+def _cheapest(
+    model: ModelSpec, hardware: Hardware, job: TrainJob, cons: LayoutConstraints
+) -> TrainPlan:
+    """Objective cost: with a fixed price per GPU-hour, the cheapest run uses the GPU count
+    (up to job.gpus: 1, 1/2, 1/4, 1/8 of it) with the fewest GPU-seconds per token."""
+    best: TrainPlan | None = None
+    first_error: FlopwiseError | None = None
+    for k in (1, 2, 4, 8):
+        if job.gpus % k:
+            continue
+        sub = replace(job, gpus=job.gpus // k, objective="time")
+        try:
+            plan = plan_training(model, hardware, sub, cons)
+        except FlopwiseError as exc:
+            first_error = first_error or exc
+            continue
+        if plan.fits is False:
+            continue
+        if best is None or plan.step_time_s * plan.job.gpus < best.step_time_s * best.job.gpus:
+            best = plan
+    if best is None:
+        if first_error is not None:
+            raise first_error
+        return plan_training(model, hardware, replace(job, objective="time"), cons)
+    return replace(best, job=replace(best.job, objective="cost"))
 
 
 def _fixed_layout(cons: LayoutConstraints) -> Layout:

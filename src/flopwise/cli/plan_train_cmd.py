@@ -35,26 +35,57 @@ def register(psub: Any) -> None:
     t.add_argument(
         "model", metavar="MODEL", help="catalog id, alias, HF repo name or config.json path"
     )
-    t.add_argument("--accelerator", "-a", required=True, metavar="ID",
-                   help="accelerator id or alias (see flopwise catalog accelerators)")
-    t.add_argument("--gpus", type=positive_int, required=True, metavar="N",
-                   help="number of accelerators")
-    t.add_argument("--tokens", type=typed(tokens), required=True, metavar="N",
-                   help="training tokens: 15T, 300B, 2e12")
-    t.add_argument("--seq-len", type=positive_int, metavar="N",
-                   help="sequence length (default: min(context, 4096))")
+    t.add_argument(
+        "--accelerator",
+        "-a",
+        required=True,
+        metavar="ID",
+        help="accelerator id or alias (see flopwise catalog accelerators)",
+    )
+    t.add_argument(
+        "--gpus", type=positive_int, required=True, metavar="N", help="number of accelerators"
+    )
+    t.add_argument(
+        "--tokens",
+        type=typed(tokens),
+        required=True,
+        metavar="N",
+        help="training tokens: 15T, 300B, 2e12",
+    )
+    t.add_argument(
+        "--seq-len",
+        type=positive_int,
+        metavar="N",
+        help="sequence length (default: min(context, 4096))",
+    )
     batch = t.add_mutually_exclusive_group()
-    batch.add_argument("--global-batch-seqs", type=positive_int, metavar="N",
-                       help="sequences per optimizer step")
-    batch.add_argument("--global-batch-tokens", type=typed(tokens), metavar="N",
-                       help="tokens per optimizer step (default 4Mi), e.g. 4M, 16M")
-    t.add_argument("--dtype", default="bf16", choices=("bf16", "fp16", "fp8"),
-                   help="GEMM dtype (default bf16; fp8 needs an accelerator with fp8)")
-    t.add_argument("--recipe", metavar="NAME",
-                   help="training-state recipe (default bf16-adam, fp8-adam for --dtype fp8)")
+    batch.add_argument(
+        "--global-batch-seqs", type=positive_int, metavar="N", help="sequences per optimizer step"
+    )
+    batch.add_argument(
+        "--global-batch-tokens",
+        type=typed(tokens),
+        metavar="N",
+        help="tokens per optimizer step (default 4Mi), e.g. 4M, 16M",
+    )
+    t.add_argument(
+        "--dtype",
+        default="bf16",
+        choices=("bf16", "fp16", "fp8"),
+        help="GEMM dtype (default bf16; fp8 needs an accelerator with fp8)",
+    )
+    t.add_argument(
+        "--recipe",
+        metavar="NAME",
+        help="training-state recipe (default bf16-adam, fp8-adam for --dtype fp8)",
+    )
     t.add_argument("--system", metavar="ID", help="node type (see flopwise catalog systems)")
-    t.add_argument("--gpus-per-node", type=positive_int, metavar="N",
-                   help="GPUs per node (default: the system's)")
+    t.add_argument(
+        "--gpus-per-node",
+        type=positive_int,
+        metavar="N",
+        help="GPUs per node (default: the system's)",
+    )
     g = t.add_argument_group("layout (any left out is searched)")
     for name, help_ in (
         ("tp", "tensor-parallel degree"),
@@ -66,25 +97,57 @@ def register(psub: Any) -> None:
         ("microbatch", "sequences per microbatch"),
     ):
         g.add_argument(f"--{name}", type=positive_int, metavar="N", help=help_)
-    g.add_argument("--recompute", choices=("none", "selective", "full"),
-                   help="activation recompute")
+    g.add_argument(
+        "--recompute", choices=("none", "selective", "full"), help="activation recompute"
+    )
     g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), help="ZeRO stage over DP (x CP)")
-    g.add_argument("--sequence-parallel", action=argparse.BooleanOptionalAction, default=None,
-                   help="shard norms/residuals over TP (Korthikanti et al. 2022)")
-    t.add_argument("--attention", choices=("flash", "flash2", "unfused"), default="flash",
-                   help="attention kernel (default: the best fused kernel for the accelerator)")
-    t.add_argument("--tp-comm-overlap", action="store_true",
-                   help="TP collectives overlap GEMMs (Transformer Engine userbuffers)")
-    t.add_argument("--pp-comm-overlap", action="store_true",
-                   help="pipeline sends overlap compute (Megatron-Core overlap_p2p_comm)")
-    t.add_argument("--objective", choices=("time", "cost"), default="time",
-                   help="rank layouts by step time, or by GPU-hours (may use fewer GPUs)")
-    t.add_argument("--mfu", type=typed(fraction), metavar="X",
-                   help="skip the model: first-order estimate at this assumed MFU")
-    t.add_argument("--price-per-gpu-hour", type=typed(non_negative_float), metavar="USD",
-                   help="price per GPU-hour for the cost")
-    t.add_argument("--measured", nargs="?", const="latest", metavar="ID|latest",
-                   help="use stored benchmark results for this accelerator")
+    g.add_argument(
+        "--sequence-parallel",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="shard norms/residuals over TP (Korthikanti et al. 2022)",
+    )
+    t.add_argument(
+        "--attention",
+        choices=("flash", "flash2", "unfused"),
+        default="flash",
+        help="attention kernel (default: the best fused kernel for the accelerator)",
+    )
+    t.add_argument(
+        "--tp-comm-overlap",
+        action="store_true",
+        help="TP collectives overlap GEMMs (Transformer Engine userbuffers)",
+    )
+    t.add_argument(
+        "--pp-comm-overlap",
+        action="store_true",
+        help="pipeline sends overlap compute (Megatron-Core overlap_p2p_comm)",
+    )
+    t.add_argument(
+        "--objective",
+        choices=("time", "cost"),
+        default="time",
+        help="rank layouts by step time, or by GPU-hours (may use fewer GPUs)",
+    )
+    t.add_argument(
+        "--mfu",
+        type=typed(fraction),
+        metavar="X",
+        help="skip the model: first-order estimate at this assumed MFU",
+    )
+    t.add_argument(
+        "--price-per-gpu-hour",
+        type=typed(non_negative_float),
+        metavar="USD",
+        help="price per GPU-hour for the cost",
+    )
+    t.add_argument(
+        "--measured",
+        nargs="?",
+        const="latest",
+        metavar="ID|latest",
+        help="use stored benchmark results for this accelerator",
+    )
     add_db(t)
     add_json(t)
     t.set_defaults(func=run_train)
@@ -112,15 +175,29 @@ def run_train(args: argparse.Namespace) -> int:
         batch_tokens = args.global_batch_tokens or DEFAULT_BATCH_TOKENS
         gbs = max(int(batch_tokens) // seq, 1)
     job = TrainJob(
-        gpus=args.gpus, seq_len=seq, global_batch_seqs=gbs, tokens=args.tokens,
-        dtype=args.dtype, recipe=args.recipe, gpus_per_node=args.gpus_per_node,
-        price_per_gpu_hour=args.price_per_gpu_hour, objective=args.objective,
-        attention=args.attention, tp_comm_overlap=args.tp_comm_overlap,
+        gpus=args.gpus,
+        seq_len=seq,
+        global_batch_seqs=gbs,
+        tokens=args.tokens,
+        dtype=args.dtype,
+        recipe=args.recipe,
+        gpus_per_node=args.gpus_per_node,
+        price_per_gpu_hour=args.price_per_gpu_hour,
+        objective=args.objective,
+        attention=args.attention,
+        tp_comm_overlap=args.tp_comm_overlap,
         pp_comm_overlap=args.pp_comm_overlap,
     )
     cons = LayoutConstraints(
-        tp=args.tp, pp=args.pp, dp=args.dp, cp=args.cp, ep=args.ep, vpp=args.vpp,
-        microbatch=args.microbatch, recompute=args.recompute, zero=args.zero,
+        tp=args.tp,
+        pp=args.pp,
+        dp=args.dp,
+        cp=args.cp,
+        ep=args.ep,
+        vpp=args.vpp,
+        microbatch=args.microbatch,
+        recompute=args.recompute,
+        zero=args.zero,
         sequence_parallel=args.sequence_parallel,
     )
     plan = plan_training(model, hw, job, cons)
@@ -140,8 +217,14 @@ def _first_order(args: argparse.Namespace, model: Any, hw: Any, seq: int) -> int
     from flopwise.plan.first_order import first_order_train
 
     plan = first_order_train(
-        model, hw, gpus=args.gpus, tokens=args.tokens, seq_len=seq, mfu=args.mfu,
-        dtype=args.dtype, price_per_gpu_hour=args.price_per_gpu_hour,
+        model,
+        hw,
+        gpus=args.gpus,
+        tokens=args.tokens,
+        seq_len=seq,
+        mfu=args.mfu,
+        dtype=args.dtype,
+        price_per_gpu_hour=args.price_per_gpu_hour,
     )
     if args.json:
         from flopwise.present.jsonout import emit

@@ -59,5 +59,14 @@ FA2_ON_HOPPER_FWD_FRACTION = 0.35
 FA2_ON_HOPPER_BWD_FRACTION = 0.30
 
 #: Accelerator id prefixes of Hopper-and-newer NVIDIA GPUs, where FA2 kernels fall short.
-HOPPER_OR_NEWER_PREFIXES: tuple[str, ...] = ("h100", "h200", "h800", "h20", "gh200", "b200",
-                                              "b300", "gb200", "gb300")
+HOPPER_OR_NEWER_PREFIXES: tuple[str, ...] = (
+    "h100",
+    "h200",
+    "h800",
+    "h20",
+    "gh200",
+    "b200",
+    "b300",
+    "gb200",
+    "gb300",
+)

@@ -88,9 +88,7 @@ def gemm_time_s(
 ) -> float:
     """Time of `batch` GEMMs (m x k) @ (k x n): the slower of compute and memory, plus launch."""
     flops = 2.0 * m * n * k * batch
-    rate = achievable_matmul_tflops(hw, dtype) * TERA * gemm_shape_efficiency(
-        m, n, hw, batch=batch
-    )
+    rate = achievable_matmul_tflops(hw, dtype) * TERA * gemm_shape_efficiency(m, n, hw, batch=batch)
     a = DTYPE_BYTES[dtype]
     w = DTYPE_BYTES[weight_dtype or dtype]
     moved = batch * (m * k * a + k * n * w + m * n * a)

@@ -51,18 +51,33 @@ def show_train_plan(doc: dict[str, Any]) -> None:
     else:
         cost += " (give --price-per-gpu-hour)"
     summary = [
-        ("model", f"{doc['model']} ({fmt_count(doc['params'])} params, "
-                  f"{fmt_count(doc['active_params'])} active)"),
-        ("hardware", f"{doc['gpus']} x {doc['accelerator']} ({doc['system'] or 'no system'}, "
-                     f"{doc['gpus_per_node']}/node), {doc['dtype']}, recipe {doc['recipe']}"),
-        ("job", f"{fmt_count(doc['tokens'])} tokens, seq {doc['seq_len']}, global batch "
-                f"{doc['global_batch_seqs']} seqs ({fmt_count(doc['global_batch_tokens'])} tokens)"),
+        (
+            "model",
+            f"{doc['model']} ({fmt_count(doc['params'])} params, "
+            f"{fmt_count(doc['active_params'])} active)",
+        ),
+        (
+            "hardware",
+            f"{doc['gpus']} x {doc['accelerator']} ({doc['system'] or 'no system'}, "
+            f"{doc['gpus_per_node']}/node), {doc['dtype']}, recipe {doc['recipe']}",
+        ),
+        (
+            "job",
+            f"{fmt_count(doc['tokens'])} tokens, seq {doc['seq_len']}, global batch "
+            f"{doc['global_batch_seqs']} seqs ({fmt_count(doc['global_batch_tokens'])} tokens)",
+        ),
         ("layout" if doc["fits"] is not False else "leanest layout", _layout_text(doc["layout"])),
-        ("memory per GPU", f"{doc['memory_per_gpu_gib']:,.1f} GiB of "
-                           f"{fmt_num(doc['device_memory_gib'])} GiB (fits: {fits})"),
+        (
+            "memory per GPU",
+            f"{doc['memory_per_gpu_gib']:,.1f} GiB of "
+            f"{fmt_num(doc['device_memory_gib'])} GiB (fits: {fits})",
+        ),
         ("step time", f"{doc['step_time_s']:.3f} s, {doc['tokens_per_s']:,.0f} tokens/s"),
-        ("TFLOPS per GPU", f"{doc['tflops_per_gpu']:.0f} model, {doc['hw_tflops_per_gpu']:.0f} "
-                           f"with recompute (peak {fmt_num(doc['peak_tflops'])})"),
+        (
+            "TFLOPS per GPU",
+            f"{doc['tflops_per_gpu']:.0f} model, {doc['hw_tflops_per_gpu']:.0f} "
+            f"with recompute (peak {fmt_num(doc['peak_tflops'])})",
+        ),
         ("MFU / HFU", f"{doc['mfu']:.1%} / {doc['hfu']:.1%}"),
         ("training FLOPs", fmt_sci(doc["total_flops"])),
         ("time", "unknown" if doc["train_days"] is None else f"{doc['train_days']:,.1f} days"),
@@ -73,8 +88,14 @@ def show_train_plan(doc: dict[str, Any]) -> None:
     mem = doc["memory_breakdown"]
     mem_rows = [(label, f"{mem[key]:,.2f}") for key, label in _MEMORY_ROWS if mem[key]]
     mem_rows.append(("total", f"{mem['total_gib']:,.2f}"))
-    out.print(table(f"Memory per GPU, GiB ({mem['stage']} pipeline stage)", ["", "GiB"],
-                    mem_rows, right=(1,)))
+    out.print(
+        table(
+            f"Memory per GPU, GiB ({mem['stage']} pipeline stage)",
+            ["", "GiB"],
+            mem_rows,
+            right=(1,),
+        )
+    )
     step = doc["step_time_s"]
     bd = doc["breakdown"]
     time_rows = [
@@ -93,8 +114,9 @@ def show_train_plan(doc: dict[str, Any]) -> None:
             (_layout_text(c["layout"]), f"{c['step_time_s']:.3f}", f"{c['memory_per_gpu_gib']:.1f}")
             for c in s["top"]
         ]
-        out.print(table("Next best layouts", ["layout", "step s", "GiB"], alt, caption=note,
-                        right=(1, 2)))
+        out.print(
+            table("Next best layouts", ["layout", "step s", "GiB"], alt, caption=note, right=(1, 2))
+        )
     else:
         out.print(note)
     if "nothing_fits" in s:

@@ -11,8 +11,14 @@ def show_validation(doc: dict[str, Any]) -> None:
     out = console()
     for section, rep in doc.items():
         rows = [
-            (r["id"], r["metric"], f"{r['measured']:.4g}", f"{r['predicted']:.4g}",
-             f"{r['error_pct']:+.1f}%", r["note"])
+            (
+                r["id"],
+                r["metric"],
+                f"{r['measured']:.4g}",
+                f"{r['predicted']:.4g}",
+                f"{r['error_pct']:+.1f}%",
+                r["note"],
+            )
             for r in rep["rows"]
         ]
         mape = rep["mape_pct"]
@@ -22,9 +28,20 @@ def show_validation(doc: dict[str, Any]) -> None:
             f"{'n/a' if mape is None else f'{mape:.1f}%'}, worst "
             f"{'n/a' if worst is None else f'{worst:.1f}%'}"
         )
-        out.print(table(f"Validation: {section}",
-                        ["id", "metric", "published", "predicted", "error", "layout / note"],
-                        rows, caption=caption, right=(2, 3, 4)))
+        out.print(
+            table(
+                f"Validation: {section}",
+                ["id", "metric", "published", "predicted", "error", "layout / note"],
+                rows,
+                caption=caption,
+                right=(2, 3, 4),
+            )
+        )
         if rep.get("skipped"):
-            out.print(table(f"Not modelled ({section})", ["id", "why"],
-                            [(s["id"], s["reason"]) for s in rep["skipped"]]))
+            out.print(
+                table(
+                    f"Not modelled ({section})",
+                    ["id", "why"],
+                    [(s["id"], s["reason"]) for s in rep["skipped"]],
+                )
+            )

@@ -18,9 +18,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
+from types import MappingProxyType
+from typing import Any
 
 from flopwise.errors import FlopwiseError
-from flopwise.hardware import Hardware, hardware_from_catalog
+from flopwise.hardware import Hardware, Origin, hardware_from_catalog
 from flopwise.plan.train import LayoutConstraints, TrainJob, TrainPlan, plan_training
 from flopwise.validate.common import SkippedRow, ValidationReport, ValidationRow
 from flopwise.workload.spec import ModelSpec
@@ -45,8 +47,23 @@ def _int(row: Row, key: str) -> int | None:
     return None if v is None else int(v)
 
 
+def _jean_zay(hw: Hardware) -> Hardware:
+    """BLOOM's Jean Zay A100 nodes: 8 GPUs with 4 Omni-Path 100 Gb/s links per node
+    (bigscience-workshop/bigscience train/tr11-176B-ml/README.md, Hardware) = 6.25 GB/s per GPU.
+    """
+    origins = dict(hw.origins)
+    origins["inter_bw_per_gpu_gbps"] = Origin(
+        "catalog", "tr11-176B-ml README: 4 OmniPath links per 8-GPU node (4 x 100 Gb/s)"
+    )
+    return replace(
+        hw, inter_bw_per_gpu_gbps=4 * 100 / 8 / 8, system_id=None, origins=MappingProxyType(origins)
+    )
+
+
 def _hardware(row: Row) -> Hardware | None:
     acc = row["accelerator"].lower()
+    if "jean zay" in acc:
+        return _jean_zay(hardware_from_catalog("a100-sxm-80gb"))
     if "a100" in acc and "80" in acc:
         return hardware_from_catalog("a100-sxm-80gb")
     if "a100" in acc and "40" in acc:
@@ -76,7 +93,7 @@ def _spec(row: Row, family: str) -> ModelSpec:
     ffn = _int(row, "ffn_hidden") or 4 * h
     seq = _int(row, "seq_len") or 2048
     notes = row.get("notes", "")
-    common = {
+    common: dict[str, Any] = {
         "name": row["model"],
         "hidden": h,
         "layers": _int(row, "layers") or 0,
@@ -89,19 +106,43 @@ def _spec(row: Row, family: str) -> ModelSpec:
         "max_seq_len": max(seq, 2048),
     }
     if family in ("megatron",):
-        return ModelSpec(model_type="gpt2", gated_mlp=False, linear_bias=True, norm="layernorm",
-                         tied_embeddings=True, learned_positions=seq, **common)
+        return ModelSpec(
+            model_type="gpt2",
+            gated_mlp=False,
+            linear_bias=True,
+            norm="layernorm",
+            tied_embeddings=True,
+            learned_positions=seq,
+            **common,
+        )
     if family == "bloom":
-        return ModelSpec(model_type="bloom", gated_mlp=False, linear_bias=True,
-                         norm="layernorm", tied_embeddings=True, embedding_norm=True, **common)
+        return ModelSpec(
+            model_type="bloom",
+            gated_mlp=False,
+            linear_bias=True,
+            norm="layernorm",
+            tied_embeddings=True,
+            embedding_norm=True,
+            **common,
+        )
     if family == "mpt":
-        return ModelSpec(model_type="mpt", gated_mlp=False, norm="layernorm_nobias",
-                         tied_embeddings=True, **common)
+        return ModelSpec(
+            model_type="mpt",
+            gated_mlp=False,
+            norm="layernorm_nobias",
+            tied_embeddings=True,
+            **common,
+        )
     gated = "gated SwiGLU" in notes
     if gated:
         return ModelSpec(model_type="llama", gated_mlp=True, **common)
-    return ModelSpec(model_type="gpt_neox", gated_mlp=False, norm="layernorm",
-                     tied_embeddings=row["model"].startswith("GPT3"), **common)
+    return ModelSpec(
+        model_type="gpt_neox",
+        gated_mlp=False,
+        norm="layernorm",
+        tied_embeddings=row["model"].startswith("GPT3"),
+        **common,
+    )
 
 
 #: Narayanan et al. 2021 Table 1 run scripts (NVIDIA/Megatron-LM examples/sc21/run_table_1.sh):
@@ -149,38 +190,79 @@ def _setup(row: Row, family: str) -> _Setup | str:
             mp = gpus // (dp or 1)
             tp, pp = 8, mp // 8
             note = f"t/p split not transcribed: tp=8 (one DGX A100 node), pp={pp} assumed"
-        cons = LayoutConstraints(tp=tp, pp=pp, dp=dp, cp=1, vpp=vpp, microbatch=mb,
-                                 recompute="full", zero=0, sequence_parallel=False)
-        job = TrainJob(gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="bf16",
-                       attention="unfused")
+        cons = LayoutConstraints(
+            tp=tp,
+            pp=pp,
+            dp=dp,
+            cp=1,
+            vpp=vpp,
+            microbatch=mb,
+            recompute="full",
+            zero=0,
+            sequence_parallel=False,
+        )
+        job = TrainJob(
+            gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="bf16", attention="unfused"
+        )
         measured = _num(row, "measured_tflops_per_gpu")
         assert measured is not None
         return _Setup("hw_tflops_per_gpu", measured, job, cons, note)
     if family == "bloom":
-        cons = LayoutConstraints(tp=tp, pp=pp, dp=dp, cp=1, vpp=1, microbatch=mb,
-                                 recompute="full", zero=1, sequence_parallel=False)
-        job = TrainJob(gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="bf16",
-                       attention="unfused")
+        cons = LayoutConstraints(
+            tp=tp,
+            pp=pp,
+            dp=dp,
+            cp=1,
+            vpp=1,
+            microbatch=mb,
+            recompute="full",
+            zero=1,
+            sequence_parallel=False,
+        )
+        job = TrainJob(
+            gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="bf16", attention="unfused"
+        )
         return _Setup("hw_tflops_per_gpu", float(row["measured_tflops_per_gpu"]), job, cons, "")
     if family == "nemo":
         vp = re.search(r"VP=(\d+)", row.get("notes", ""))
         vpp = int(vp.group(1)) if vp else 1
         # the table lists no recompute: the recipes' throughput runs keep all activations
-        cons = LayoutConstraints(tp=tp, pp=pp, dp=dp, cp=cp or 1, vpp=vpp, microbatch=mb,
-                                 recompute="none", zero=1,
-                                 sequence_parallel=bool(tp and tp > 1))
-        job = TrainJob(gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="fp8",
-                       recipe="mcore-fp8", tp_comm_overlap=bool(tp and tp > 1),
-                       pp_comm_overlap=vpp > 1)
-        return _Setup("tflops_per_gpu", float(row["measured_tflops_per_gpu"]), job, cons,
-                      "recompute none, TP overlap and p2p overlap assumed (NeMo recipes)")
+        cons = LayoutConstraints(
+            tp=tp,
+            pp=pp,
+            dp=dp,
+            cp=cp or 1,
+            vpp=vpp,
+            microbatch=mb,
+            recompute="none",
+            zero=1,
+            sequence_parallel=bool(tp and tp > 1),
+        )
+        job = TrainJob(
+            gpus=gpus,
+            seq_len=seq,
+            global_batch_seqs=gbs,
+            dtype="fp8",
+            recipe="mcore-fp8",
+            tp_comm_overlap=bool(tp and tp > 1),
+            pp_comm_overlap=vpp > 1,
+        )
+        return _Setup(
+            "tflops_per_gpu",
+            float(row["measured_tflops_per_gpu"]),
+            job,
+            cons,
+            "recompute none, TP overlap and p2p overlap assumed (NeMo recipes)",
+        )
     if family == "mpt":
         rc = "none" if row.get("recompute", "").strip() == "none" else "full"
-        cons = LayoutConstraints(tp=1, pp=1, dp=gpus, cp=1, microbatch=mb, recompute=rc,
-                                 zero=3, sequence_parallel=False)
+        cons = LayoutConstraints(
+            tp=1, pp=1, dp=gpus, cp=1, microbatch=mb, recompute=rc, zero=3, sequence_parallel=False
+        )
         # the README (2023, before FlashAttention-3) says "our models use Flash Attention"
-        job = TrainJob(gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="bf16",
-                       attention="flash2")
+        job = TrainJob(
+            gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="bf16", attention="flash2"
+        )
         return _Setup("mfu", float(row["measured_mfu"]), job, cons, "FSDP FULL_SHARD = ZeRO-3")
     return "no published layout for this family of runs"
 
@@ -224,8 +306,11 @@ def predict_row(row: Row) -> tuple[TrainPlan, _Setup] | str:
         # the published run did fit: predict its speed regardless and say our memory disagrees
         loose = replace(hw, memory_bytes=None)
         plan = plan_training(spec, loose, setup.job, setup.constraints)
-        setup = replace(setup, note=(setup.note + "; " if setup.note else "")
-                        + "memory model says this layout does not fit")
+        setup = replace(
+            setup,
+            note=(setup.note + "; " if setup.note else "")
+            + "memory model says this layout does not fit",
+        )
     return plan, setup
 
 
@@ -254,6 +339,9 @@ def validate_training(rows: list[dict[str, str]] | None = None) -> ValidationRep
             f"{' sp' if lay.sequence_parallel else ''}"
         )
         note = layout_note + (f"; {setup.note}" if setup.note else "")
-        done.append(ValidationRow(row["id"], setup.metric, setup.measured,
-                                  _metric(plan, setup.metric), note))
+        done.append(
+            ValidationRow(
+                row["id"], setup.metric, setup.measured, _metric(plan, setup.metric), note
+            )
+        )
     return ValidationReport(rows=tuple(done), skipped=tuple(skipped))

@@ -54,7 +54,9 @@ class TrainJob:
         if self.gpus_per_node is not None and self.gpus_per_node < 1:
             raise FlopwiseError(f"gpus_per_node must be at least 1, got {self.gpus_per_node}")
         if self.price_per_gpu_hour is not None and self.price_per_gpu_hour < 0:
-            raise FlopwiseError(f"price per GPU-hour must not be negative: {self.price_per_gpu_hour}")
+            raise FlopwiseError(
+                f"price per GPU-hour must not be negative: {self.price_per_gpu_hour}"
+            )
         if self.attention not in ATTENTION_IMPLS:
             raise FlopwiseError(
                 f"attention {self.attention!r} is not one of {', '.join(ATTENTION_IMPLS)}"
@@ -193,7 +195,9 @@ def layout_problem(model: ModelSpec, job: TrainJob, lay: Layout) -> str | None:
                 f"be a multiple of pp={lay.pp}"
             )
     if lay.pp > 1 and lay.zero > 1:
-        return f"zero={lay.zero} shards gradients, which pipeline parallelism (pp={lay.pp}) cannot use"
+        return (
+            f"zero={lay.zero} shards gradients, which pipeline parallelism (pp={lay.pp}) cannot use"
+        )
     if lay.sequence_parallel and lay.tp == 1:
         return "sequence parallelism needs tp > 1"
     if lay.recompute not in RECOMPUTE_MODES:

@@ -19,7 +19,7 @@ drops the attention core's outputs. The first pipeline stage holds min(pp, m) mi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from flopwise.units import GIB
 
@@ -97,7 +97,9 @@ def state_bytes(ctx: ModelContext, lay: Layout) -> StateBytes:
     return res
 
 
-def layer_activation_bytes(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool) -> tuple[float, float, float]:
+def layer_activation_bytes(
+    ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool
+) -> tuple[float, float, float]:
     """(bytes kept per layer per microbatch without recompute, dropped by selective recompute,
     the layer input kept by full recompute)."""
     m = ctx.model
@@ -210,7 +212,7 @@ def activation_bytes(
         hit = cache[key] = layer_activation_bytes(
             ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel
         )
-    full, selective_saves, layer_input = hit  # type: ignore[misc]
+    full, selective_saves, layer_input = cast("tuple[float, float, float]", hit)
     if lay.recompute == "full":
         kept, working = layer_input, full
     elif lay.recompute == "selective":
@@ -240,7 +242,9 @@ def memory_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> Memor
     last_total = st.total("last") + (last_acts + logits) * (1 + frag)
     if first_total >= last_total:
         w, g, ms, o, z3 = st.first
-        return MemoryBreakdown("first", w, g, ms, o, z3, first_acts, 0.0, frag * first_acts, fixed, cap)
+        return MemoryBreakdown(
+            "first", w, g, ms, o, z3, first_acts, 0.0, frag * first_acts, fixed, cap
+        )
     w, g, ms, o, z3 = st.last
     return MemoryBreakdown(
         "last", w, g, ms, o, z3, last_acts, logits, frag * (last_acts + logits), fixed, cap

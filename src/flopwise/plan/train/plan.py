@@ -191,9 +191,7 @@ def plan_training(
         return _cheapest(model, hardware, job, cons)
     ctx = ModelContext(model, hardware, job)
     fixed = cons.given()
-    all_fixed = all(
-        k in fixed for k in ("tp", "pp", "dp", "cp", "microbatch", "recompute", "zero")
-    )
+    all_fixed = all(k in fixed for k in ("tp", "pp", "dp", "cp", "microbatch", "recompute", "zero"))
     if all_fixed:
         lay = _fixed_layout(cons)
         if (p := layout_problem(model, job, lay)) is not None:
@@ -201,13 +199,31 @@ def plan_training(
     outcome = search(ctx, cons)
     summary = _summary(ctx)
     if outcome.top:
-        return TrainPlan(model, hardware, job, summary, outcome.top[0],
-                         outcome.top[0].memory.fits, outcome, not all_fixed)
+        return TrainPlan(
+            model,
+            hardware,
+            job,
+            summary,
+            outcome.top[0],
+            outcome.top[0].memory.fits,
+            outcome,
+            not all_fixed,
+        )
     if outcome.leanest is None:
         raise FlopwiseError(_no_layout_reason(model, job, cons))
     why, what = _explain_no_fit(model, hardware, job, cons, outcome)
-    return TrainPlan(model, hardware, job, summary, outcome.leanest, False, outcome,
-                     not all_fixed, why, tuple(what))
+    return TrainPlan(
+        model,
+        hardware,
+        job,
+        summary,
+        outcome.leanest,
+        False,
+        outcome,
+        not all_fixed,
+        why,
+        tuple(what),
+    )
 
 
 def _cheapest(
@@ -239,8 +255,14 @@ def _cheapest(
 
 def _fixed_layout(cons: LayoutConstraints) -> Layout:
     return Layout(
-        tp=cons.tp or 1, pp=cons.pp or 1, dp=cons.dp or 1, cp=cons.cp or 1, ep=cons.ep or 1,
-        vpp=cons.vpp or 1, microbatch=cons.microbatch or 1, recompute=cons.recompute or "none",
+        tp=cons.tp or 1,
+        pp=cons.pp or 1,
+        dp=cons.dp or 1,
+        cp=cons.cp or 1,
+        ep=cons.ep or 1,
+        vpp=cons.vpp or 1,
+        microbatch=cons.microbatch or 1,
+        recompute=cons.recompute or "none",
         zero=1 if cons.zero is None else cons.zero,
         sequence_parallel=bool(cons.sequence_parallel),
     )

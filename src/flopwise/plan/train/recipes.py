@@ -21,7 +21,12 @@ EXTRA_RECIPES = MappingProxyType(
         for r in (
             TrainingRecipe("mcore-bf16", 2, 2, 4, 8, _MCORE, "bf16 weights and grads (16 B)"),
             TrainingRecipe(
-                "mcore-fp8", 3, 2, 4, 8, _MCORE + "; Transformer Engine fp8 weight copy",
+                "mcore-fp8",
+                3,
+                2,
+                4,
+                8,
+                _MCORE + "; Transformer Engine fp8 weight copy",
                 "bf16 weights + fp8 copy, bf16 grads, fp32 master and Adam (17 B)",
             ),
         )

@@ -97,8 +97,16 @@ def search(
                     for rc in rcs:
                         for sp in sps:
                             lay = Layout(
-                                tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=v, microbatch=mb,
-                                recompute=rc, zero=z, sequence_parallel=sp,
+                                tp=tp,
+                                pp=pp,
+                                dp=dp,
+                                cp=cp,
+                                ep=ep,
+                                vpp=v,
+                                microbatch=mb,
+                                recompute=rc,
+                                zero=z,
+                                sequence_parallel=sp,
                             )
                             out.evaluated += 1
                             mem = memory_breakdown(ctx, lay, m)
@@ -106,7 +114,9 @@ def search(
                             if cap is not None and total > cap:
                                 if total < leanest_bytes:
                                     leanest_bytes = total
-                                    out.leanest = Candidate(lay, m, step_breakdown(ctx, lay, m), mem)
+                                    out.leanest = Candidate(
+                                        lay, m, step_breakdown(ctx, lay, m), mem
+                                    )
                                 continue
                             out.feasible += 1
                             out.timed += 1
@@ -123,11 +133,19 @@ def search(
                                 out.elapsed_s = time.perf_counter() - t0
                                 return out
     out.top = [c for _, _, c in sorted(heap, key=lambda x: (-x[0], x[1]))]
-    if out.leanest is None and lean_floor[1] is not None:
-        _, b, mb, v, sp = lean_floor
+    _, b, mb, v, sp = lean_floor
+    if out.leanest is None and b is not None:
         lay = Layout(
-            tp=b.tp, pp=b.pp, dp=b.dp, cp=b.cp, ep=b.ep, vpp=v, microbatch=mb,
-            recompute="full" if "full" in rcs else rcs[0], zero=b.zero, sequence_parallel=sp,
+            tp=b.tp,
+            pp=b.pp,
+            dp=b.dp,
+            cp=b.cp,
+            ep=b.ep,
+            vpp=v,
+            microbatch=mb,
+            recompute="full" if "full" in rcs else rcs[0],
+            zero=b.zero,
+            sequence_parallel=sp,
         )
         m = job.global_batch_seqs // (b.dp * mb)
         out.leanest = Candidate(lay, m, step_breakdown(ctx, lay, m), memory_breakdown(ctx, lay, m))

@@ -13,7 +13,7 @@ data-parallel traffic + the optimizer step.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from flopwise.plan.efficiency import (
     ATTENTION_BWD_FLOP_FACTOR,
@@ -179,9 +179,7 @@ def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) 
     return res
 
 
-def _attention_core(
-    ctx: ModelContext, t: float, tp: int, mb: int, cp: int
-) -> tuple[float, float]:
+def _attention_core(ctx: ModelContext, t: float, tp: int, mb: int, cp: int) -> tuple[float, float]:
     """(forward, backward) seconds of the attention core for one layer and microbatch."""
     m = ctx.model
     if ctx.job.attention in ("flash", "flash2"):
@@ -293,7 +291,8 @@ def _dp_exposed(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: f
         else:
             hit = (coll("reduce_scatter", r.grads), coll("all_gather", ACT_BYTES))
         cache[key] = hit
-    reduce_s, gather_s = hit  # type: ignore[misc]
+    reduce_s, gather_s = cast("tuple[float, float]", hit)
+
     def exposed(comm: float, window: float) -> float:
         hidden = min(comm, DP_OVERLAP_FRACTION * window)
         return comm - hidden + OVERLAP_COMPUTE_TAX * hidden
@@ -319,7 +318,9 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     layers_first = -(-ctx.layers // lay.pp)
     layers_last = ctx.layers // lay.pp if lay.pp > 1 else ctx.layers
     comp_layer = lc.compute_fwd + lc.compute_bwd
-    per_layer_total = comp_layer + lc.tp_fwd + lc.tp_bwd + lc.cp_fwd + lc.cp_bwd + lc.ep_fwd + lc.ep_bwd
+    per_layer_total = (
+        comp_layer + lc.tp_fwd + lc.tp_bwd + lc.cp_fwd + lc.cp_bwd + lc.ep_fwd + lc.ep_bwd
+    )
     if lay.recompute == "full":
         rc_layer = lc.compute_fwd + lc.tp_fwd + lc.ep_fwd + lc.cp_fwd
     elif lay.recompute == "selective":
@@ -329,9 +330,10 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     # the slowest stage sets the pace: the first (most layers) or the last (layers + logits)
     if lay.pp == 1:
         n_layers, extra = ctx.layers, logits
-    elif layers_first * (per_layer_total + rc_layer) >= layers_last * (
-        per_layer_total + rc_layer
-    ) + logits:
+    elif (
+        layers_first * (per_layer_total + rc_layer)
+        >= layers_last * (per_layer_total + rc_layer) + logits
+    ):
         n_layers, extra = layers_first, 0.0
     else:
         n_layers, extra = layers_last, logits

@@ -7,6 +7,7 @@ from flopwise.catalog import get_accelerator, get_system, load_accelerators, loa
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware, hardware_from_catalog
 from flopwise.plan.first_order import FirstOrderTrainPlan, first_order_train
+from flopwise.plan.train import Layout, LayoutConstraints, TrainJob, TrainPlan, plan_training
 from flopwise.results import ResultStore
 from flopwise.workload import (
     ModelSpec,
@@ -42,4 +43,13 @@ __all__ = [
     "load_systems",
     "spec_from_config",
     "train_flops_per_token",
+]
+
+# The training planner (plan/train): plan_training(model, hardware, job, constraints).
+__all__ += [
+    "Layout",
+    "LayoutConstraints",
+    "TrainJob",
+    "TrainPlan",
+    "plan_training",
 ]

@@ -26,7 +26,7 @@ def show_validation(doc: dict[str, Any]) -> None:
         caption = (
             f"{rep['n']} rows, mean absolute error "
             f"{'n/a' if mape is None else f'{mape:.1f}%'}, worst "
-            f"{'n/a' if worst is None else f'{worst:.1f}%'}"
+            f"{'n/a' if worst is None else f'{worst:.1f}%'}; layouts and notes: --json"
         )
         out.print(
             table(

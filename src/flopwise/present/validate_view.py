@@ -17,7 +17,6 @@ def show_validation(doc: dict[str, Any]) -> None:
                 f"{r['measured']:.4g}",
                 f"{r['predicted']:.4g}",
                 f"{r['error_pct']:+.1f}%",
-                r["note"],
             )
             for r in rep["rows"]
         ]
@@ -31,7 +30,7 @@ def show_validation(doc: dict[str, Any]) -> None:
         out.print(
             table(
                 f"Validation: {section}",
-                ["id", "metric", "published", "predicted", "error", "layout / note"],
+                ["id", "metric", "published", "predicted", "error"],
                 rows,
                 caption=caption,
                 right=(2, 3, 4),

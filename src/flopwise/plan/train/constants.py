@@ -99,11 +99,11 @@ FP8_CAST_BYTES_PER_ELEMENT = 4.0
 #: L2 and SMs with concurrent NCCL and elementwise kernels, and thousands of kernel launches
 #: leave gaps. One number per GPU die, fitted by least absolute error over all validation rows
 #: of that die at once (flopwise validate: 26 A100 rows, 21 H100 rows), never per row:
-#: A100 (GA100) 0.82, H100 (GH100, also H200/H800/GH200 which share the die and 700 W cap)
-#: 0.72. Accelerators without validation rows use the mean of the two, 0.77.
-SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.77
+#: A100 (GA100) 0.81, H100 (GH100, also H200/H800/GH200 which share the die and 700 W cap)
+#: 0.72. Accelerators without validation rows use the mean of the two, 0.765.
+SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.765
 SUSTAINED_COMPUTE_FRACTION: dict[str, float] = {
-    "a100": 0.82,
+    "a100": 0.81,
     "h100": 0.72,
     "h200": 0.72,
     "h800": 0.72,

@@ -302,6 +302,7 @@ def _explain_no_fit(
                 f"drop the fixed layout choices ({', '.join(f'--{k}' for k in cons.given())}): "
                 f"e.g. tp={lay.tp} pp={lay.pp} zero={lay.zero} recompute={lay.recompute} fits"
             )
+            return why, what
     if lean.layout.zero < 3 and lean.layout.pp == 1 and cons.zero is not None:
         what.append("--zero 3 shards the weights too")
     if lean.layout.recompute != "full" and cons.recompute is not None:

@@ -60,15 +60,17 @@ class LayerCost:
     ep_bwd: float
 
 
-def _gemm(ctx: ModelContext, m: float, n: float, k: float, batch: int = 1) -> tuple[float, float]:
+def _gemm(
+    ctx: ModelContext, m: float, n: float, k: float, batch: int = 1, dtype: str | None = None
+) -> tuple[float, float]:
     """(forward, backward) seconds of `batch` GEMMs (m x k) @ (k x n)."""
-    key = (m, n, k, batch)
+    dt = dtype or ctx.job.dtype
+    key = (m, n, k, batch, dt)
     cache = ctx.cache("gemm")
     hit = cache.get(key)
     if hit is not None:
         return hit  # type: ignore[return-value]
     mi, ni, ki = max(int(m), 1), max(int(n), 1), max(int(k), 1)
-    dt = ctx.job.dtype
     fwd = gemm_time_s(mi, ni, ki, ctx.hw, dt, batch)
     bwd = gemm_time_s(mi, ki, ni, ctx.hw, dt, batch) + gemm_time_s(ki, ni, mi, ctx.hw, dt, batch)
     cache[key] = (fwd, bwd)
@@ -194,8 +196,8 @@ def _attention_core(ctx: ModelContext, t: float, tp: int, mb: int, cp: int) -> t
     # unfused: two batched GEMMs over the full s x s scores plus the softmax/dropout traffic
     s = int(ctx.job.seq_len / cp)
     heads = max(int(mb * m.heads / tp), 1)
-    qk = _gemm(ctx, s, s, m.head_dim, heads)
-    pv = _gemm(ctx, s, m.v_head_dim, s, heads)
+    qk = _gemm(ctx, s, s, m.head_dim, heads, dtype="bf16")
+    pv = _gemm(ctx, s, m.v_head_dim, s, heads, dtype="bf16")
     scores = heads * float(s) * s
     fwd = (qk[0] + pv[0]) / ctx.compute_fraction + scores * UNFUSED_SCORE_BYTES_FWD / ctx.bw_bytes_s
     bwd = (qk[1] + pv[1]) / ctx.compute_fraction + scores * UNFUSED_SCORE_BYTES_BWD / ctx.bw_bytes_s
@@ -210,7 +212,10 @@ def logits_time_s(ctx: ModelContext, tp: int, cp: int, mb: int) -> float:
     if hit is not None:
         return hit  # type: ignore[return-value]
     t = mb * ctx.job.seq_len / cp
-    f, b = _gemm(ctx, t, ctx.model.vocab / tp, ctx.model.hidden)
+    # the vocabulary projection stays 16-bit in fp8 recipes (Transformer Engine runs only its
+    # own layers in fp8; Megatron-Core's output layer is a plain 16-bit linear)
+    dt = "bf16" if ctx.job.dtype == "fp8" else None
+    f, b = _gemm(ctx, t, ctx.model.vocab / tp, ctx.model.hidden, dtype=dt)
     f, b = f / ctx.compute_fraction, b / ctx.compute_fraction
     ce = t * ctx.model.vocab / tp * CROSS_ENTROPY_TRAFFIC_BYTES / ctx.bw_bytes_s
     res = f + b + ce

@@ -140,3 +140,23 @@ def test_plan_keys_stay_stable() -> None:
         assert key in d
     assert d["cost_usd"] == pytest.approx(d["gpu_hours"] * 2.5)
     assert d["train_days"] == pytest.approx(1e12 / d["tokens_per_s"] / 86400)
+
+
+@pytest.mark.parametrize(
+    "cons",
+    [
+        LayoutConstraints(microbatch=7),
+        LayoutConstraints(vpp=7, pp=4),
+        LayoutConstraints(vpp=2, pp=1),
+        LayoutConstraints(tp=8, cp=8, pp=1),
+    ],
+)
+def test_unsatisfiable_free_flags_give_a_one_line_error(cons: LayoutConstraints) -> None:
+    with pytest.raises(FlopwiseError) as err:
+        plan_training(
+            load_model("llama-3.1-70b"),
+            hardware_from_catalog("h100-sxm"),
+            TrainJob(gpus=64, seq_len=4096, global_batch_seqs=256),
+            cons,
+        )
+    assert "\n" not in str(err.value)

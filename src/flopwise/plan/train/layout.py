@@ -279,6 +279,15 @@ def explain_constraints(model: ModelSpec, job: TrainJob, cons: LayoutConstraints
         return f"tp*pp*cp*dp = {prod} is not the {job.gpus} GPUs"
     if job.gpus % prod:
         return f"the fixed degrees multiply to {prod}, which does not divide {job.gpus} GPUs"
+    if cons.vpp is not None and cons.vpp > 1 and cons.pp is not None:
+        if cons.pp == 1:
+            return f"vpp={cons.vpp} needs pipeline parallelism (pp > 1)"
+        per_stage = -(-model.layers // cons.pp)
+        if per_stage % cons.vpp:
+            return (
+                f"vpp={cons.vpp} does not divide the {per_stage} layers of a pipeline stage "
+                f"({model.layers} layers over pp={cons.pp})"
+            )
     if cons.sequence_parallel and cons.tp == 1:
         return "sequence parallelism needs tp > 1"
     if cons.pp is not None and cons.pp > 1 and cons.zero is not None and cons.zero > 1:

@@ -79,6 +79,8 @@ def search(
         sps = [s for s in sps if tp > 1 or not s]
         vpps = vpp_options(model, pp, cons.vpp)
         n_children = len(mbs) * len(vpps) * len(rcs) * len(sps)
+        if n_children == 0:
+            continue
         for z in zeros:
             base = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, zero=z)
             st = state_bytes(ctx, base)

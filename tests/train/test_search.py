@@ -148,7 +148,7 @@ def test_plan_keys_stay_stable() -> None:
         LayoutConstraints(microbatch=7),
         LayoutConstraints(vpp=7, pp=4),
         LayoutConstraints(vpp=2, pp=1),
-        LayoutConstraints(tp=8, cp=8, pp=1),
+        LayoutConstraints(tp=8, cp=16, pp=1),
     ],
 )
 def test_unsatisfiable_free_flags_give_a_one_line_error(cons: LayoutConstraints) -> None:

@@ -261,7 +261,12 @@ def _setup(row: Row, family: str) -> _Setup | str:
         )
         # the README (2023, before FlashAttention-3) says "our models use Flash Attention"
         job = TrainJob(
-            gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="bf16", attention="flash2"
+            gpus=gpus,
+            seq_len=seq,
+            global_batch_seqs=gbs,
+            dtype="bf16",
+            attention="flash2",
+            recipe="fsdp-mixed",
         )
         return _Setup("mfu", float(row["measured_mfu"]), job, cons, "FSDP FULL_SHARD = ZeRO-3")
     return "no published layout for this family of runs"

@@ -86,7 +86,8 @@ def state_bytes(ctx: ModelContext, lay: Layout) -> StateBytes:
         )
 
     layer_p = (p_first + p_exp) / max(-(-ctx.layers // lay.pp), 1)
-    gathered = ZERO3_GATHERED_LAYERS * layer_p * (r.weights + r.grads) if z >= 3 else 0.0
+    # gathered 16-bit weights and their 16-bit gradients before the reduce-scatter
+    gathered = ZERO3_GATHERED_LAYERS * layer_p * 2 * ACT_BYTES if z >= 3 else 0.0
     out = []
     for p in (p_first, p_last):
         a = split(p, n)

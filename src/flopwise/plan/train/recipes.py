@@ -21,6 +21,16 @@ EXTRA_RECIPES = MappingProxyType(
         for r in (
             TrainingRecipe("mcore-bf16", 2, 2, 4, 8, _MCORE, "bf16 weights and grads (16 B)"),
             TrainingRecipe(
+                "fsdp-mixed",
+                0,
+                4,
+                4,
+                8,
+                "PyTorch FSDP MixedPrecision: the sharded fp32 parameters are the master copy and "
+                "are cast to param_dtype only when gathered for compute",
+                "fp32 sharded params + fp32 grads + Adam (16 B); 16-bit copies are transient",
+            ),
+            TrainingRecipe(
                 "mcore-fp8",
                 3,
                 2,

@@ -124,6 +124,11 @@ def register(psub: Any) -> None:
         help="pipeline sends overlap compute (Megatron-Core overlap_p2p_comm)",
     )
     t.add_argument(
+        "--ep-comm-overlap",
+        action="store_true",
+        help="expert all-to-alls overlap another microbatch's compute (DeepSeek DualPipe)",
+    )
+    t.add_argument(
         "--objective",
         choices=("time", "cost"),
         default="time",
@@ -187,6 +192,7 @@ def run_train(args: argparse.Namespace) -> int:
         attention=args.attention,
         tp_comm_overlap=args.tp_comm_overlap,
         pp_comm_overlap=args.pp_comm_overlap,
+        ep_comm_overlap=args.ep_comm_overlap,
     )
     cons = LayoutConstraints(
         tp=args.tp,

@@ -42,6 +42,9 @@ class TrainJob:
     # overlap pipeline sends/receives with the next microbatch's compute (Megatron-Core
     # overlap_p2p_comm, on with the interleaved schedule); off: blocking p2p (Megatron-LM 2021)
     pp_comm_overlap: bool = False
+    # overlap expert-parallel all-to-alls with another microbatch's compute (DeepSeek-V3's
+    # DualPipe, arXiv:2412.19437 §3.2.1); off: dispatch and combine sit on the critical path
+    ep_comm_overlap: bool = False
 
     def __post_init__(self) -> None:
         for name in ("gpus", "seq_len", "global_batch_seqs"):

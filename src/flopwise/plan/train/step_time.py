@@ -166,6 +166,9 @@ def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) 
         tier = ctx.tier(ep, tp * cp * ep)
         size = t * m.experts_per_token * h * ACT_BYTES / (tp if sp else 1)
         ep_f = frac_moe * 2.0 * collective_time_s("all_to_all", size, ep, tier)
+        if ctx.job.ep_comm_overlap:
+            # dispatch/combine of one microbatch run under another's compute (DualPipe)
+            ep_f *= OVERLAP_COMPUTE_TAX
     res = LayerCost(
         compute_fwd=g_fwd + a_fwd + e_fwd,
         compute_bwd=g_bwd + a_bwd + e_bwd,

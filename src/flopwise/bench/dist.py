@@ -1,0 +1,412 @@
+"""Who am I in the job, and a process group that fails loudly instead of hanging.
+
+Launchers: ``torchrun`` (``RANK``/``WORLD_SIZE``/``LOCAL_RANK``/``MASTER_ADDR``/``MASTER_PORT``,
+``GROUP_RANK`` = node rank), Slurm ``srun`` (``SLURM_PROCID``/``SLURM_NTASKS``/
+``SLURM_LOCALID``/``SLURM_NODEID``/``SLURM_JOB_NODELIST``; used only when torchrun's variables
+are absent and a job step is running), otherwise a single process. Every wait has a timeout:
+the rendezvous, the process group (gloo and NCCL collectives honour it) and :class:`Session`'s
+store barrier, which names the ranks that did not arrive.
+
+torch is imported lazily, only when a process group is created.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from flopwise.errors import FlopwiseError
+
+#: Slurm has no rendezvous port; derive one from the job id as PyTorch Lightning does
+#: (lightning.fabric.plugins.environments.slurm: 15000 + last four digits of the job id).
+SLURM_PORT_BASE = 15000
+#: Backends picked by ``--backend auto`` per device type (torch.distributed documentation).
+AUTO_BACKENDS: Mapping[str, str] = {"cuda": "nccl", "xpu": "xccl", "hpu": "hccl", "cpu": "gloo"}
+#: After a failure, how long to wait for slower peers to record their progress before naming
+#: the ranks that are missing.
+NAMING_GRACE_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class DistEnv:
+    """This process's place in the job, from the launcher's environment."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    master_addr: str
+    master_port: int | None  # None: single process, pick a free port
+    launcher: str  # "torchrun" | "slurm" | "single"
+    node_key: str  # equal on ranks sharing a node
+
+    def __post_init__(self) -> None:
+        if self.world_size < 1 or not 0 <= self.rank < self.world_size:
+            raise FlopwiseError(
+                f"rank {self.rank} is outside a world of {self.world_size} processes; "
+                "check RANK/WORLD_SIZE (or SLURM_PROCID/SLURM_NTASKS)"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "local_rank": self.local_rank,
+            "master": f"{self.master_addr}:{self.master_port}",
+            "launcher": self.launcher,
+        }
+
+
+def _int(env: Mapping[str, str], name: str) -> int:
+    text = env.get(name, "")
+    try:
+        return int(text)
+    except ValueError:
+        raise FlopwiseError(f"environment variable {name}={text!r} is not a whole number") from None
+
+
+def expand_nodelist(nodelist: str) -> list[str]:
+    """Expand Slurm's compact host list: 'gpu[01-03,07],login1' -> gpu01 gpu02 gpu03 gpu07 login1."""
+    hosts: list[str] = []
+    for m in re.finditer(r"([^,\[]+)(?:\[([^\]]+)\])?([^,]*)", nodelist):
+        prefix, ranges, suffix = m.group(1), m.group(2), m.group(3)
+        if not ranges:
+            hosts.append(prefix + suffix)
+            continue
+        for part in ranges.split(","):
+            lo, _, hi = part.partition("-")
+            if not hi:
+                hosts.append(prefix + lo + suffix)
+                continue
+            if not (lo.isdigit() and hi.isdigit()) or int(hi) < int(lo):
+                raise FlopwiseError(f"cannot read Slurm node list {nodelist!r}")
+            hosts.extend(f"{prefix}{i:0{len(lo)}d}{suffix}" for i in range(int(lo), int(hi) + 1))
+    if not hosts:
+        raise FlopwiseError(f"cannot read Slurm node list {nodelist!r}")
+    return hosts
+
+
+def env_from(env: Mapping[str, str] | None = None) -> DistEnv:
+    """Map torchrun's or Slurm's variables to a DistEnv (torchrun's win when both are set)."""
+    env = os.environ if env is None else env
+    host = socket.gethostname()
+    if "RANK" in env and "WORLD_SIZE" in env:
+        if "MASTER_ADDR" not in env or "MASTER_PORT" not in env:
+            raise FlopwiseError(
+                "RANK and WORLD_SIZE are set but MASTER_ADDR/MASTER_PORT are not; launch with "
+                "torchrun or set all four"
+            )
+        node = env.get("GROUP_RANK") or env.get("SLURM_NODEID")
+        return DistEnv(
+            rank=_int(env, "RANK"),
+            world_size=_int(env, "WORLD_SIZE"),
+            local_rank=_int(env, "LOCAL_RANK") if "LOCAL_RANK" in env else 0,
+            master_addr=env["MASTER_ADDR"],
+            master_port=_int(env, "MASTER_PORT"),
+            launcher="torchrun" if "TORCHELASTIC_RUN_ID" in env else "env",
+            node_key=f"node{node}" if node is not None else host,
+        )
+    # Inside an sbatch script without srun there is no job step: that is one process, not a job.
+    in_step = "SLURM_STEP_ID" in env or "SLURM_STEPID" in env
+    if in_step and "SLURM_PROCID" in env and "SLURM_NTASKS" in env:
+        nodelist = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or ""
+        nodelist = nodelist or env.get("SLURM_NODELIST", "")
+        addr = env.get("MASTER_ADDR") or (expand_nodelist(nodelist)[0] if nodelist else "")
+        if not addr:
+            raise FlopwiseError("Slurm job without SLURM_JOB_NODELIST: set MASTER_ADDR")
+        if "MASTER_PORT" in env:
+            port = _int(env, "MASTER_PORT")
+        else:
+            port = (
+                SLURM_PORT_BASE + _int(env, "SLURM_JOB_ID") % 10000 if "SLURM_JOB_ID" in env else 0
+            )
+        if not port:
+            raise FlopwiseError("Slurm job without SLURM_JOB_ID: set MASTER_PORT")
+        node = env.get("SLURM_NODEID")
+        return DistEnv(
+            rank=_int(env, "SLURM_PROCID"),
+            world_size=_int(env, "SLURM_NTASKS"),
+            local_rank=_int(env, "SLURM_LOCALID") if "SLURM_LOCALID" in env else 0,
+            master_addr=addr,
+            master_port=port,
+            launcher="slurm",
+            node_key=f"node{node}" if node is not None else host,
+        )
+    return DistEnv(0, 1, 0, "127.0.0.1", None, "single", host)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def device_type_available() -> str:
+    """The accelerator type torch sees here ('cuda', 'xpu', ...) or 'cpu'."""
+    import torch
+
+    acc = getattr(torch, "accelerator", None)
+    if acc is not None and acc.is_available():
+        current = acc.current_accelerator()
+        if current is not None:
+            return str(current.type)
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def resolve_backend(name: str) -> tuple[str, str]:
+    """`auto` or a backend name -> (backend, device type); a clear error when unavailable."""
+    import torch.distributed as dist
+
+    dev = device_type_available()
+    backend = AUTO_BACKENDS.get(dev, "gloo") if name == "auto" else name.lower()
+    if not dist.is_backend_available(backend):
+        raise FlopwiseError(
+            f"backend {backend!r} is not available in this PyTorch build; available: "
+            + ", ".join(b for b in ("gloo", "nccl", "mpi", "ucc", "xccl", "hccl") if _avail(b))
+        )
+    # gloo and mpi move host tensors; the device backends move tensors on their device.
+    device = "cpu" if backend in ("gloo", "mpi") else dev
+    if backend not in ("gloo", "mpi") and dev == "cpu":
+        raise FlopwiseError(f"backend {backend!r} needs an accelerator and none is visible")
+    return backend, device
+
+
+def _avail(backend: str) -> bool:
+    import torch.distributed as dist
+
+    try:
+        return bool(dist.is_backend_available(backend))
+    except Exception:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class RankInfo:
+    """What each rank tells the others when the session starts."""
+
+    rank: int
+    host: str
+    node_key: str
+    local_rank: int
+    pid: int
+    device: str
+    device_name: str
+
+
+@dataclass
+class Session:
+    """An initialised process group plus the store, with timeouts that name missing ranks."""
+
+    env: DistEnv
+    backend: str
+    device: str  # torch device string, e.g. 'cpu' or 'cuda:1'
+    timeout_s: float
+    store: Any
+    ranks: list[RankInfo] = field(default_factory=list)
+    _phase: int = 0
+
+    @property
+    def rank(self) -> int:
+        return self.env.rank
+
+    @property
+    def world_size(self) -> int:
+        return self.env.world_size
+
+    def store_barrier(self, what: str) -> None:
+        """Every rank arrives or, after the timeout, a FlopwiseError names those that did not."""
+        self._phase += 1
+        self.store.set(f"arrive/{self._phase}/{self.rank}", what)
+        keys = [f"arrive/{self._phase}/{r}" for r in range(self.world_size)]
+        try:
+            self.store.wait(keys, timedelta(seconds=self.timeout_s))
+        except Exception:
+            missing = [r for r, k in enumerate(keys) if not self._has(k)]
+            raise FlopwiseError(
+                f"rank {self.rank}: {self.describe(missing)} did not reach {what} within "
+                f"{self.timeout_s:g}s (dead, hung or unreachable)"
+            ) from None
+
+    def mark(self, what: str) -> None:
+        """Record this rank's progress so a failure elsewhere can name who fell behind."""
+        try:
+            self.store.set(f"progress/{self.rank}", what)
+        except Exception as exc:
+            raise self.store_lost(exc) from None
+
+    def _has(self, key: str) -> bool:
+        try:
+            return bool(self.store.check([key]))
+        except Exception:
+            return False
+
+    def laggards(self, expected: str) -> list[int]:
+        """Ranks whose recorded progress is not `expected` (after a short grace period)."""
+        deadline = time.monotonic() + NAMING_GRACE_S
+        while True:
+            behind = []
+            for r in range(self.world_size):
+                key = f"progress/{r}"
+                value = self.store.get(key).decode() if self._has(key) else None
+                if value != expected:
+                    behind.append(r)
+            if not behind or time.monotonic() > deadline:
+                return behind
+            time.sleep(0.05)
+
+    def describe(self, ranks: Sequence[int]) -> str:
+        """'rank 1 (host a, local rank 1, pid 42)' for each rank, from what they announced."""
+        if not ranks:
+            return "no rank"
+        known = {i.rank: i for i in self.ranks}
+        parts = []
+        for r in ranks:
+            i = known.get(r)
+            parts.append(
+                f"rank {r} (host {i.host}, local rank {i.local_rank}, pid {i.pid})"
+                if i
+                else f"rank {r}"
+            )
+        return ("ranks " if len(parts) > 1 else "") + ", ".join(parts)
+
+    def collective_failed(self, what: str, exc: BaseException) -> FlopwiseError:
+        """Turn a backend error into one line naming the ranks that did not get this far."""
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = re.sub(r"^\[[^\]]*\]\s*", "", first)[:200]
+        try:
+            behind = self.laggards(what)
+        except Exception:
+            return self.store_lost(exc)
+        behind = [r for r in behind if r != self.rank]
+        who = f"{self.describe(behind)} did not reach it" if behind else "a peer failed during it"
+        return FlopwiseError(
+            f"rank {self.rank}: {what} failed after at most {self.timeout_s:g}s: {who} "
+            f"(dead, hung or unreachable); backend said: {first}"
+        )
+
+    def store_lost(self, exc: BaseException) -> FlopwiseError:
+        return FlopwiseError(
+            f"rank {self.rank}: lost the rendezvous store at {self.env.master_addr}:"
+            f"{self.env.master_port} (rank 0 or the launcher died): {str(exc)[:160]}"
+        )
+
+    def hosts(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for info in self.ranks:
+            out.setdefault(info.host, []).append(info.rank)
+        return out
+
+    def nodes(self) -> list[list[int]]:
+        """Ranks grouped by node, nodes in order of their lowest rank."""
+        out: dict[str, list[int]] = {}
+        for info in sorted(self.ranks, key=lambda i: i.rank):
+            out.setdefault(info.node_key, []).append(info.rank)
+        return list(out.values())
+
+
+def _device_for(device_type: str, local_rank: int) -> tuple[str, str]:
+    import torch
+
+    if device_type == "cpu":
+        import platform
+
+        return "cpu", platform.processor() or platform.machine() or "cpu"
+    mod = getattr(torch, device_type)
+    count = mod.device_count()
+    if count == 0:
+        raise FlopwiseError(f"no {device_type} device visible to this process")
+    index = local_rank % count
+    mod.set_device(index)
+    name = mod.get_device_name(index) if hasattr(mod, "get_device_name") else device_type
+    return f"{device_type}:{index}", str(name)
+
+
+def start(backend: str = "auto", timeout_s: float = 300.0, env: DistEnv | None = None) -> Session:
+    """Rendezvous, create the process group and learn every rank's host and device."""
+    import torch.distributed as dist
+
+    env = env or env_from()
+    backend, device_type = resolve_backend(backend)
+    port = env.master_port if env.master_port is not None else _free_port()
+    os.environ.update(
+        RANK=str(env.rank),
+        WORLD_SIZE=str(env.world_size),
+        LOCAL_RANK=str(env.local_rank),
+        MASTER_ADDR=env.master_addr,
+        MASTER_PORT=str(port),
+    )
+    timeout = timedelta(seconds=timeout_s)
+    try:
+        store, rank, world = next(dist.rendezvous("env://", timeout=timeout))
+    except Exception as exc:
+        raise FlopwiseError(
+            f"rank {env.rank}: rendezvous at {env.master_addr}:{port} failed within "
+            f"{timeout_s:g}s ({str(exc).strip().splitlines()[0][:200] if str(exc) else exc!r})"
+        ) from None
+    store.set_timeout(timeout)
+    device, device_name = _device_for(device_type, env.local_rank)
+    try:
+        dist.init_process_group(
+            backend,
+            store=dist.PrefixStore("default_pg", store),
+            rank=rank,
+            world_size=world,
+            timeout=timeout,
+        )
+    except Exception as exc:
+        raise FlopwiseError(
+            f"rank {env.rank}: creating the {backend} process group failed: "
+            f"{str(exc).strip().splitlines()[0][:200] if str(exc) else exc!r}"
+        ) from None
+    restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    session = Session(
+        env=env,
+        backend=backend,
+        device=device,
+        timeout_s=timeout_s,
+        store=dist.PrefixStore(f"flopwise/{restart}", store),
+    )
+    me = RankInfo(
+        env.rank,
+        socket.gethostname(),
+        env.node_key,
+        env.local_rank,
+        os.getpid(),
+        device,
+        device_name,
+    )
+    session.store.set(f"who/{env.rank}", json.dumps(_info_dict(me)))
+    session.store_barrier("the start of the run")
+    session.ranks = [
+        RankInfo(**json.loads(session.store.get(f"who/{r}").decode())) for r in range(world)
+    ]
+    return session
+
+
+def _info_dict(info: RankInfo) -> dict[str, Any]:
+    return {name: getattr(info, name) for name in RankInfo.__slots__}
+
+
+def stop() -> None:
+    """Destroy the process group if one exists (safe after failures)."""
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        with suppress(Exception):
+            dist.destroy_process_group()
+
+
+@contextmanager
+def session(backend: str = "auto", timeout_s: float = 300.0) -> Iterator[Session]:
+    s = start(backend, timeout_s)
+    try:
+        yield s
+    finally:
+        stop()

@@ -8,6 +8,7 @@ from typing import Any
 #: One module per benchmark, each with register(bench_subparsers).
 BENCH_MODULES: tuple[str, ...] = (
     "flopwise.cli.bench_comms_cmd",
+    "flopwise.cli.bench_io_cmd",
 )
 
 

@@ -16,6 +16,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "flopwise.cli.plan_cmd",
     "flopwise.cli.bench_cmd",
     "flopwise.cli.results_cmd",
+    "flopwise.cli.check_cmd",
 )
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from flopwise.bench.dist import Session
 
 #: How long rank 0 keeps polling for peers' reports after a failure before calling them missing.
-REPORT_GRACE_S = 2.0
+REPORT_GRACE_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +30,7 @@ class RankReport:
     device_name: str
     value: float | None  # all_reduce of (rank + 1) over all ranks, as this rank saw it
     elapsed_ms: float | None
-    status: str  # "ok" | "wrong value" | "failed: ..." | "missing (dead, hung or unreachable)"
+    status: str  # "ok" | "wrong value" | "failed" (its all_reduce raised) | "missing" (no report)
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -121,7 +121,7 @@ def _collect(session: Session, expected: float, wait: bool) -> list[RankReport]:
     for info in session.ranks:
         got = found.get(info.rank)
         if got is None:
-            status = "missing (dead, hung or unreachable)"
+            status = "missing"
             value = elapsed = None
         else:
             value, elapsed = got.get("value"), got.get("elapsed_ms")

@@ -278,8 +278,7 @@ class Session:
 
     def collective_failed(self, what: str, exc: BaseException) -> FlopwiseError:
         """Turn a backend error into one line naming the ranks that did not get this far."""
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        first = re.sub(r"^\[[^\]]*\]\s*", "", first)[:200]
+        first = _first_sentence(exc)
         try:
             behind = self.laggards(what)
         except Exception:
@@ -309,6 +308,20 @@ class Session:
         for info in sorted(self.ranks, key=lambda i: i.rank):
             out.setdefault(info.node_key, []).append(info.rank)
         return list(out.values())
+
+
+_BOILERPLATE = ("This is typically", "Check the logs", "GLHF")
+
+
+def _first_sentence(exc: BaseException) -> str:
+    """The backend's message without its source location and boilerplate advice."""
+    text = str(exc).strip()
+    if not text:
+        return type(exc).__name__
+    text = re.sub(r"^\[[^\]]*\]\s*", "", text.splitlines()[0])
+    sentences = re.split(r"(?<=[a-z0-9])\. ", text)
+    kept = [x for x in sentences if not x.startswith(_BOILERPLATE)]
+    return ". ".join(kept or sentences[:1]).rstrip(" .")[:200]
 
 
 def _device_for(device_type: str, local_rank: int) -> tuple[str, str]:
@@ -348,7 +361,7 @@ def start(backend: str = "auto", timeout_s: float = 300.0, env: DistEnv | None =
     except Exception as exc:
         raise FlopwiseError(
             f"rank {env.rank}: rendezvous at {env.master_addr}:{port} failed within "
-            f"{timeout_s:g}s ({str(exc).strip().splitlines()[0][:200] if str(exc) else exc!r})"
+            f"{timeout_s:g}s ({_first_sentence(exc)})"
         ) from None
     store.set_timeout(timeout)
     device, device_name = _device_for(device_type, env.local_rank)
@@ -362,8 +375,7 @@ def start(backend: str = "auto", timeout_s: float = 300.0, env: DistEnv | None =
         )
     except Exception as exc:
         raise FlopwiseError(
-            f"rank {env.rank}: creating the {backend} process group failed: "
-            f"{str(exc).strip().splitlines()[0][:200] if str(exc) else exc!r}"
+            f"rank {env.rank}: creating the {backend} process group failed: {_first_sentence(exc)}"
         ) from None
     restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
     session = Session(

@@ -212,13 +212,11 @@ class CommsResult:
             "group": self.config.group,
             "nodes": self.nodes,
             "ranks": self.world_size,
-            "group_size": self.group_size,
             "backend": self.backend,
             "dtype": self.config.dtype,
-            "max_bytes": max((r.bytes for r in self.rows), default=None),
             "wrong": sum(r.wrong for r in self.rows),
             "peak_busbw_gbps_by_op": {
-                op: self.peak_busbw_gbps(op) for op in self.config.ops if self.peak_busbw_gbps(op)
+                op: v for op in self.config.ops if (v := self.peak_busbw_gbps(op)) is not None
             },
         }
 

@@ -99,9 +99,7 @@ class IoResult:
             "read_gbps": self.read_gbps,
             "files_per_s": self.files_per_s,
             "path": self.path,
-            "fs_type": self.fs_type,
             "writers": self.writers,
-            "size_bytes": self.writers * self.bytes_per_writer,
         }
 
     def to_dict(self) -> dict[str, Any]:

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flopwise.cli._args import add_db, add_json, non_negative_float, positive_int, typed
+from flopwise.cli._args import (
+    add_db,
+    add_json,
+    non_negative_float,
+    positive_float,
+    positive_int,
+    typed,
+)
 
 
 def _size(text: str) -> int:
@@ -25,6 +32,14 @@ def _ops(text: str) -> tuple[str, ...]:
     if bad or not names:
         raise FlopwiseError(f"unknown op {', '.join(bad) or text!r}; valid: all, {', '.join(OPS)}")
     return names
+
+
+def _count(text: str) -> int:
+    from flopwise.errors import FlopwiseError
+
+    if not text.isdigit():
+        raise FlopwiseError(f"{text!r} must be a whole number, 0 or more")
+    return int(text)
 
 
 def _factor(text: str) -> float:
@@ -60,14 +75,15 @@ def register(bsub: Any) -> None:
                    help="size multiplier (default 2)")  # fmt: skip
     p.add_argument("--dtype", default="float32", help="float32, bfloat16, float16, float64")
     p.add_argument("--iterations", "-n", type=positive_int, default=20, help="timed iterations")
-    p.add_argument("--warmup", "-w", type=int, default=5, help="warm-up iterations (default 5)")
+    p.add_argument("--warmup", "-w", type=typed(_count), default=5,
+                   help="warm-up iterations (default 5)")  # fmt: skip
     p.add_argument(
         "--group",
         choices=("all", "intra", "inter"),
         default="all",
         help="all ranks; ranks inside each node; or one rank per node across nodes",
     )
-    p.add_argument("--timeout", type=typed(non_negative_float), default=300.0, metavar="S",
+    p.add_argument("--timeout", type=positive_float, default=300.0, metavar="S",
                    help="seconds before a missing or hung rank fails the run (default 300)")  # fmt: skip
     p.add_argument("--accelerator", metavar="ID",
                    help="catalog id to file the result under (default: detected)")  # fmt: skip
@@ -77,35 +93,37 @@ def register(bsub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from flopwise.bench import comms, dist
     from flopwise.present import cluster_view
 
-    ops = args.ops if isinstance(args.ops, tuple) else _ops(args.ops)
-    with dist.session(args.backend, args.timeout or 300.0) as s:
-        max_default = (
-            comms.DEFAULT_MAX_BYTES_CPU if s.device == "cpu" else comms.DEFAULT_MAX_BYTES_DEVICE
-        )
-        min_bytes = args.min_bytes or comms.DEFAULT_MIN_BYTES
-        cfg = comms.CommsConfig(
-            ops=ops,
-            min_bytes=min_bytes,
-            max_bytes=args.max_bytes or max(max_default, min_bytes),
-            factor=args.factor,
-            dtype=args.dtype,
-            iterations=args.iterations,
-            warmup=args.warmup,
-            group=args.group,
-        )
+    accelerator = None
+    if args.accelerator:
+        from flopwise.catalog.accelerators import get_accelerator
+
+        accelerator = get_accelerator(args.accelerator).id
+    # Validate everything before joining the job, so bad flags fail fast on every rank.
+    backend, device_type = dist.resolve_backend(args.backend)
+    max_default = (
+        comms.DEFAULT_MAX_BYTES_CPU if device_type == "cpu" else comms.DEFAULT_MAX_BYTES_DEVICE
+    )
+    min_bytes = args.min_bytes or comms.DEFAULT_MIN_BYTES
+    cfg = comms.CommsConfig(
+        ops=args.ops if isinstance(args.ops, tuple) else _ops(args.ops),
+        min_bytes=min_bytes,
+        max_bytes=args.max_bytes or max(max_default, min_bytes),
+        factor=args.factor,
+        dtype=args.dtype,
+        iterations=args.iterations,
+        warmup=args.warmup,
+        group=args.group,
+    )
+    with dist.session(backend, args.timeout) as s:
         result = comms.run_comms(s, cfg)
         if s.rank == 0:
-            accelerator = args.accelerator or comms.accelerator_id(s)
-            if args.accelerator:
-                from flopwise.catalog.accelerators import get_accelerator
-
-                accelerator = get_accelerator(args.accelerator).id
+            accelerator = accelerator or comms.accelerator_id(s)
             result_id = comms.store_result(result, s, accelerator, args.db)
-            import dataclasses
-
             result = dataclasses.replace(result, result_id=result_id)
             if args.json:
                 cluster_view.comms_json(result)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from flopwise.cli._args import add_json, non_negative_float, typed
+from flopwise.cli._args import add_json, positive_float
 
 
 def register(sub: Any) -> None:
@@ -20,7 +20,7 @@ def register(sub: Any) -> None:
     p.add_argument("--backend", default="auto", help="auto (nccl on CUDA, gloo on CPU) or a name")
     p.add_argument(
         "--timeout",
-        type=typed(non_negative_float),
+        type=positive_float,
         default=60.0,
         metavar="S",
         help="seconds to wait for every rank (default 60)",
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from flopwise.bench.check import run_check
     from flopwise.present import cluster_view
 
-    with dist.session(args.backend, args.timeout or 60.0) as s:
+    with dist.session(args.backend, args.timeout) as s:
         result = run_check(s)
         if s.rank == 0:
             cluster_view.check_report(result, as_json=args.json)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from cluster_launch import FAULTY, one_json, srun_like, torchrun, torchrun_nodes
+from cluster_launch import FAULTY, base_env, one_json, srun_like, torchrun, torchrun_nodes
 
 from flopwise.plan.roofline import BUSBW_FACTORS
 from flopwise.results.measured import cpu_hardware
@@ -100,3 +102,27 @@ def test_rank_that_dies_is_named_and_nobody_hangs(isolated_home: Path) -> None:
         assert "rank 1 (host" in lines[0] and "all_reduce" in lines[0]
         assert "Traceback" not in r.stderr
     assert _stored(isolated_home) == []
+
+
+def test_srun_style_launch_maps_slurm_variables(isolated_home: Path) -> None:
+    args = ["bench", "comms", "--backend", "gloo", "--ops", "broadcast,all_to_all", "--json"]
+    runs = srun_like(2, [*args, *TINY], isolated_home)
+    assert [r.returncode for r in runs] == [0, 0], [r.stderr[-2000:] for r in runs]
+    assert runs[1].stdout == ""  # only rank 0 reports
+    doc = one_json(runs[0].stdout)
+    _check_rows(doc, ["broadcast", "all_to_all"], 2)
+    assert doc["provenance"]["launcher"] == "slurm"
+    assert doc["summary"]["op"] == "broadcast"  # no all_reduce: the first op is the headline
+
+
+def test_one_process_is_told_how_to_launch(isolated_home: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "flopwise", "bench", "comms", "--backend", "gloo"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=base_env(isolated_home),
+    )
+    assert run.returncode == 2
+    assert "at least 2 ranks" in run.stderr and "torchrun" in run.stderr
+    assert "Traceback" not in run.stderr

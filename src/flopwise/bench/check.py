@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from flopwise.errors import FlopwiseError
 
 if TYPE_CHECKING:
-    from flopwise.bench.dist import Session
+    from flopwise.bench.session import Session
 
 #: How long rank 0 keeps polling for peers' reports after a failure before calling them missing.
 REPORT_GRACE_S = 1.0

@@ -24,7 +24,7 @@ from flopwise.plan.roofline import BUSBW_FACTORS
 from flopwise.units import GB, KIB, MIB
 
 if TYPE_CHECKING:
-    from flopwise.bench.dist import Session
+    from flopwise.bench.session import Session
 
 OPS: tuple[str, ...] = (
     "all_reduce",

@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     )
     min_bytes = args.min_bytes or comms.DEFAULT_MIN_BYTES
     cfg = comms.CommsConfig(
-        ops=args.ops if isinstance(args.ops, tuple) else _ops(args.ops),
+        ops=args.ops,
         min_bytes=min_bytes,
         max_bytes=args.max_bytes or max(max_default, min_bytes),
         factor=args.factor,

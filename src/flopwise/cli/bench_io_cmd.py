@@ -28,8 +28,6 @@ def _count(text: str) -> int:
 
 
 def register(bsub: Any) -> None:
-    from flopwise.bench import io
-
     p = bsub.add_parser(
         "io",
         help="storage: checkpoint write/read GB/s and small-file rates",
@@ -41,17 +39,17 @@ def register(bsub: Any) -> None:
     p.add_argument(
         "--size",
         type=typed(_size),
-        default=io.DEFAULT_SIZE,
+        default="1G",
         metavar="SIZE",
         help="checkpoint bytes, all writers together, e.g. 4G (default 1G)",
     )
     p.add_argument("--writers", type=positive_int, default=1, metavar="N",
                    help="parallel writers (and readers), one file each (default 1)")  # fmt: skip
-    p.add_argument("--block-size", type=typed(_size), default=io.DEFAULT_BLOCK, metavar="SIZE",
+    p.add_argument("--block-size", type=typed(_size), default="8M", metavar="SIZE",
                    help="bytes per write/read call (default 8M)")  # fmt: skip
-    p.add_argument("--files", type=typed(_count), default=io.DEFAULT_SMALL_FILES, metavar="N",
+    p.add_argument("--files", type=typed(_count), default="2000", metavar="N",
                    help="small files for the data-loader test, 0 to skip (default 2000)")  # fmt: skip
-    p.add_argument("--file-size", type=typed(_size), default=io.DEFAULT_SMALL_FILE_BYTES,
+    p.add_argument("--file-size", type=typed(_size), default="16K",
                    metavar="SIZE", help="bytes per small file (default 16K)")  # fmt: skip
     p.add_argument("--model", metavar="MODEL",
                    help="also report seconds to write this model's checkpoint")  # fmt: skip

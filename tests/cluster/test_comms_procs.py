@@ -20,7 +20,8 @@ TINY = ["--min-bytes", "4K", "--max-bytes", "64K", "--factor", "4", "--iteration
 SIZES = [4096, 16384, 65536]
 
 
-def _check_rows(doc: dict, ops: list[str], n: int) -> None:
+def _check_rows(doc: dict, ops: list[str], n: int, ranks: int | None = None) -> None:
+    ranks = ranks or n
     rows = doc["rows"]
     assert [r["op"] for r in rows] == [op for op in ops for _ in SIZES]
     for r in rows:
@@ -32,7 +33,11 @@ def _check_rows(doc: dict, ops: list[str], n: int) -> None:
         # nccl-tests definitions: algbw = S/t (GB = 1e9), busbw = algbw x factor(n)
         assert r["algbw_gbps"] == pytest.approx(r["bytes"] / (r["time_us"] * 1e-6) / 1e9)
         assert r["busbw_gbps"] == pytest.approx(r["algbw_gbps"] * BUSBW_FACTORS[r["op"]](n))
-        assert 0 < r["time_us_min"] <= r["time_us"] <= r["time_us_max"]
+        # rank 0 aggregates every rank's time: mean (as nccl-tests), min and max
+        per_rank = r["time_us_by_rank"]
+        assert len(per_rank) == ranks and min(per_rank) > 0
+        assert r["time_us"] == pytest.approx(sum(per_rank) / ranks)
+        assert (r["time_us_min"], r["time_us_max"]) == (min(per_rank), max(per_rank))
         assert r["wrong"] == 0, r
 
 
@@ -82,24 +87,30 @@ def test_two_nodes_inter_group(isolated_home: Path) -> None:
     runs = torchrun_nodes(2, 2, args, isolated_home)
     assert all(r.returncode == 0 for r in runs), [r.stderr[-2000:] for r in runs]
     (doc,) = [json.loads(r.stdout) for r in runs if r.stdout.strip()]  # one rank 0, one document
-    _check_rows(doc, ["all_reduce"], 2)
+    _check_rows(doc, ["all_reduce"], 2, ranks=4)
     assert (doc["group_size"], doc["groups"]) == (2, 2)
     assert (doc["summary"]["nodes"], doc["summary"]["ranks"]) == (2, 4)
     hw = cpu_hardware(str(isolated_home / "results.sqlite"))
     assert hw.inter_busbw_gbps == pytest.approx(doc["summary"]["busbw_gbps"])
 
 
-def test_rank_that_dies_is_named_and_nobody_hangs(isolated_home: Path) -> None:
-    """srun-style launch (no supervisor kills the others): rank 1 exits after joining."""
+@pytest.mark.parametrize(
+    ("dead", "needle"),
+    [(1, "rank 1 (host"), (0, "lost the rendezvous store")],  # rank 0 hosts the store here
+)
+def test_rank_that_dies_is_named_and_nobody_hangs(
+    dead: int, needle: str, isolated_home: Path
+) -> None:
+    """srun-style launch (no supervisor kills the others): one rank exits after joining."""
     args = ["bench", "comms", "--backend", "gloo", "--ops", "all_reduce", *TINY[:-2],
             "--timeout", "10"]  # fmt: skip
-    runs = srun_like(3, args, isolated_home, script=FAULTY, FLOPWISE_TEST_FAULT_RANK="1")
-    assert runs[1].returncode == 3  # the injected death
-    for r in (runs[0], runs[2]):
+    runs = srun_like(3, args, isolated_home, script=FAULTY, FLOPWISE_TEST_FAULT_RANK=str(dead))
+    assert runs[dead].returncode == 3  # the injected death
+    for r in (r for rank, r in enumerate(runs) if rank != dead):
         assert r.returncode == 2, r.stderr[-2000:]
         lines = [ln for ln in r.stderr.splitlines() if ln.startswith("flopwise: error:")]
         assert len(lines) == 1, r.stderr[-2000:]
-        assert "rank 1 (host" in lines[0] and "all_reduce" in lines[0]
+        assert needle in lines[0]
         assert "Traceback" not in r.stderr
     assert _stored(isolated_home) == []
 

@@ -178,9 +178,12 @@ class CommsRow:
     algbw_gbps: float
     busbw_gbps: float
     wrong: int
+    time_us_by_rank: tuple[float, ...] = ()  # what each rank measured, in rank order
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        d = {name: getattr(self, name) for name in self.__slots__}
+        d["time_us_by_rank"] = list(self.time_us_by_rank)
+        return d
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +245,11 @@ def run_comms(session: Session, cfg: CommsConfig) -> CommsResult:
     if cfg.group == "all":
         pg, members = None, layout[0]
     else:
-        pg, _ = dist.new_subgroups_by_enumeration(layout)
+        session.mark("creating the process groups")
+        try:
+            pg, _ = dist.new_subgroups_by_enumeration(layout)
+        except RuntimeError as exc:
+            raise session.collective_failed("creating the process groups", exc) from None
         members = next(g for g in layout if session.rank in g)
     n = len(members)
     dtype = getattr(torch, DTYPES[cfg.dtype][0])
@@ -291,6 +298,7 @@ def run_comms(session: Session, cfg: CommsConfig) -> CommsResult:
                         algbw_gbps=algbw,
                         busbw_gbps=busbw,
                         wrong=int(sum(float(g[1]) for g in gathered)),
+                        time_us_by_rank=tuple(t * 1e6 for t in times),
                     )
                 )
     except KeyboardInterrupt:

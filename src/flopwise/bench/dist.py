@@ -260,11 +260,12 @@ def start(backend: str = "auto", timeout_s: float = 300.0, env: DistEnv | None =
         device,
         device_name,
     )
-    session.store.set(f"who/{env.rank}", json.dumps(_info_dict(me)))
+    try:
+        session.store.set(f"who/{env.rank}", json.dumps(_info_dict(me)))
+    except Exception as exc:
+        raise session.store_lost(exc) from None
     session.store_barrier("the start of the run")
-    session.ranks = [
-        RankInfo(**json.loads(session.store.get(f"who/{r}").decode())) for r in range(world)
-    ]
+    session.ranks = [RankInfo(**session.get_json(f"who/{r}")) for r in range(world)]
     return session
 
 

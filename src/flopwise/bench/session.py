@@ -6,6 +6,7 @@ failure can be explained even when the process group itself is broken.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Sequence
@@ -59,16 +60,29 @@ class Session:
     def store_barrier(self, what: str) -> None:
         """Every rank arrives or, after the timeout, a FlopwiseError names those that did not."""
         self._phase += 1
-        self.store.set(f"arrive/{self._phase}/{self.rank}", what)
         keys = [f"arrive/{self._phase}/{r}" for r in range(self.world_size)]
         try:
+            self.store.set(keys[self.rank], what)
+        except Exception as exc:
+            raise self.store_lost(exc) from None
+        try:
             self.store.wait(keys, timedelta(seconds=self.timeout_s))
-        except Exception:
-            missing = [r for r, k in enumerate(keys) if not self._has(k)]
+        except Exception as exc:
+            try:
+                missing = [r for r, k in enumerate(keys) if not self.store.check([k])]
+            except Exception:
+                raise self.store_lost(exc) from None
             raise FlopwiseError(
                 f"rank {self.rank}: {self.describe(missing)} did not reach {what} within "
                 f"{self.timeout_s:g}s (dead, hung or unreachable)"
             ) from None
+
+    def get_json(self, key: str) -> Any:
+        """A value another rank stored (it must exist), or a one-line error if the store is gone."""
+        try:
+            return json.loads(self.store.get(key).decode())
+        except Exception as exc:
+            raise self.store_lost(exc) from None
 
     def mark(self, what: str) -> None:
         """Record this rank's progress so a failure elsewhere can name who fell behind."""
@@ -90,7 +104,7 @@ class Session:
             behind = []
             for r in range(self.world_size):
                 key = f"progress/{r}"
-                value = self.store.get(key).decode() if self._has(key) else None
+                value = self.store.get(key).decode() if self.store.check([key]) else None
                 if value != expected:
                     behind.append(r)
             if not behind or time.monotonic() > deadline:
@@ -129,7 +143,7 @@ class Session:
     def store_lost(self, exc: BaseException) -> FlopwiseError:
         return FlopwiseError(
             f"rank {self.rank}: lost the rendezvous store at {self.env.master_addr}:"
-            f"{self.env.master_port} (rank 0 or the launcher died): {str(exc)[:160]}"
+            f"{self.env.master_port} (rank 0 or the launcher died): {first_sentence(exc)}"
         )
 
     def hosts(self) -> dict[str, list[int]]:

@@ -184,13 +184,25 @@ def _avail(backend: str) -> bool:
         return False
 
 
+def _cpu_name() -> str:
+    """The CPU model (Linux /proc/cpuinfo), else the machine type."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
 def _device_for(device_type: str, local_rank: int) -> tuple[str, str]:
     import torch
 
     if device_type == "cpu":
-        import platform
-
-        return "cpu", platform.processor() or platform.machine() or "cpu"
+        return "cpu", _cpu_name()
     mod = getattr(torch, device_type)
     count = mod.device_count()
     if count == 0:

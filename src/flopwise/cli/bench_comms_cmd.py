@@ -72,11 +72,14 @@ def register(bsub: Any) -> None:
     p.add_argument("--max-bytes", "-e", type=typed(_size), default=None, metavar="SIZE",
                    help="largest size, e.g. 1G (default 1G on accelerators, 16M on CPU)")  # fmt: skip
     p.add_argument("--factor", "-f", type=typed(_factor), default=2.0,
-                   help="size multiplier (default 2)")  # fmt: skip
-    p.add_argument("--dtype", default="float32", help="float32, bfloat16, float16, float64")
-    p.add_argument("--iterations", "-n", type=positive_int, default=20, help="timed iterations")
-    p.add_argument("--warmup", "-w", type=typed(_count), default=5,
-                   help="warm-up iterations (default 5)")  # fmt: skip
+                   metavar="X", help="size multiplier (default 2)")  # fmt: skip
+    p.add_argument(
+        "--dtype", default="float32", help="float32 (default), bfloat16, float16, float64"
+    )
+    p.add_argument("--iterations", "-n", type=positive_int, default=20, metavar="N",
+                   help="timed iterations per size (default 20)")  # fmt: skip
+    p.add_argument("--warmup", "-w", type=typed(_count), default=5, metavar="N",
+                   help="warm-up iterations per size (default 5)")  # fmt: skip
     p.add_argument(
         "--group",
         choices=("all", "intra", "inter"),

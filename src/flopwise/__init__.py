@@ -7,6 +7,7 @@ from flopwise.catalog import get_accelerator, get_system, load_accelerators, loa
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware, hardware_from_catalog
 from flopwise.plan.first_order import FirstOrderTrainPlan, first_order_train
+from flopwise.plan.infer import DraftConfig, InferJob, InferPlan, plan_inference
 from flopwise.results import ResultStore
 from flopwise.workload import (
     ModelSpec,
@@ -21,7 +22,7 @@ from flopwise.workload.report import ModelReport, describe_model
 
 __version__ = "0.1.0"
 
-__all__ = [
+__all__ = [  # noqa: RUF022 (append-only: new names go at the end)
     "FirstOrderTrainPlan",
     "FlopwiseError",
     "Hardware",
@@ -42,4 +43,8 @@ __all__ = [
     "load_systems",
     "spec_from_config",
     "train_flops_per_token",
+    "InferJob",
+    "InferPlan",
+    "DraftConfig",
+    "plan_inference",
 ]

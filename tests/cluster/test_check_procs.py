@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from cluster_launch import FAULTY, base_env, one_json, srun_like, torchrun
 
+from cluster.cluster_launch import FAULTY, base_env, one_json, srun_like, torchrun
 from flopwise.bench.check import expected_sum
 
 

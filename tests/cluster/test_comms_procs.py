@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from cluster_launch import FAULTY, base_env, one_json, srun_like, torchrun, torchrun_nodes
 
+from cluster.cluster_launch import FAULTY, base_env, one_json, srun_like, torchrun, torchrun_nodes
 from flopwise.plan.roofline import BUSBW_FACTORS
 from flopwise.results.measured import cpu_hardware
 from flopwise.results.store import ResultStore

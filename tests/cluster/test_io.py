@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from cluster_launch import base_env, one_json
 
+from cluster.cluster_launch import base_env, one_json
 from flopwise.bench.io import IoConfig, check_path, checkpoint_cost, run_io
 from flopwise.bench.io_ops import MEMORY_FILESYSTEMS, WORKDIR_PREFIX, cache_method
 from flopwise.errors import FlopwiseError

@@ -55,7 +55,11 @@ def comms_table(result: CommsResult, accelerator: str | None) -> None:
         + f"\n# wrong elements: {s['wrong']} {'OK' if s['wrong'] == 0 else 'WRONG'}\n"
     )
     where = f"stored as result {result.result_id}" if result.result_id else "not stored"
-    filed = f" for accelerator {accelerator}" if accelerator else " (accelerator unknown)"
+    filed = (
+        f" for accelerator {accelerator}"
+        if accelerator
+        else " (device not in the catalog: pass --accelerator ID to file it under one)"
+    )
     state = " (interrupted: partial results)" if result.interrupted else ""
     out.write(f"# {where}{filed}{state}\n")
     out.flush()

@@ -154,3 +154,18 @@ def test_config_validation() -> None:
         CommsConfig(ops=("all_reduce", "allreduce"))
     with pytest.raises(FlopwiseError, match="unknown group"):
         CommsConfig(group="rack")
+
+
+def test_backend_messages_lose_their_boilerplate() -> None:
+    from flopwise.bench.session import first_sentence
+
+    raw = RuntimeError(
+        "[/pytorch/gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:5: Connection reset "
+        "by peer. This is typically caused by a remote worker hanging. Check the logs. GLHF!"
+    )
+    assert first_sentence(raw) == "Read error [127.0.0.1]:5: Connection reset by peer"
+    timeout = RuntimeError("Timed out after 5 seconds waiting for clients. 1/2 clients joined.")
+    assert (
+        first_sentence(timeout)
+        == "Timed out after 5 seconds waiting for clients. 1/2 clients joined"
+    )

@@ -8,6 +8,7 @@ from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware, hardware_from_catalog
 from flopwise.plan.first_order import FirstOrderTrainPlan, first_order_train
 from flopwise.plan.infer import DraftConfig, InferJob, InferPlan, plan_inference
+from flopwise.plan.train import Layout, LayoutConstraints, TrainJob, TrainPlan, plan_training
 from flopwise.results import ResultStore
 from flopwise.workload import (
     ModelSpec,
@@ -22,14 +23,21 @@ from flopwise.workload.report import ModelReport, describe_model
 
 __version__ = "0.1.0"
 
-__all__ = [  # noqa: RUF022 (append-only: new names go at the end)
+__all__ = [
+    "DraftConfig",
     "FirstOrderTrainPlan",
     "FlopwiseError",
     "Hardware",
+    "InferJob",
+    "InferPlan",
+    "Layout",
+    "LayoutConstraints",
     "ModelReport",
     "ModelSpec",
     "ParamCounts",
     "ResultStore",
+    "TrainJob",
+    "TrainPlan",
     "__version__",
     "count_params",
     "describe_model",
@@ -41,10 +49,8 @@ __all__ = [  # noqa: RUF022 (append-only: new names go at the end)
     "load_accelerators",
     "load_model",
     "load_systems",
+    "plan_inference",
+    "plan_training",
     "spec_from_config",
     "train_flops_per_token",
-    "InferJob",
-    "InferPlan",
-    "DraftConfig",
-    "plan_inference",
 ]

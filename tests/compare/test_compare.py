@@ -227,6 +227,8 @@ def test_measured_flag_uses_stored_runs_only_where_they_exist(tmp_path: Any) -> 
     assert measured["h100-sxm"]["measured"] == ["matmul_tflops:bf16"]
     assert measured["b200"]["measured"] == [] and plain["h100-sxm"]["measured"] == []
     assert measured["b200"]["train_days"] == plain["b200"]["train_days"]
+    # 500 measured TFLOPS is below H100's published MAMF: the plan gets slower
+    assert measured["h100-sxm"]["train_days"] > plain["h100-sxm"]["train_days"]
 
 
 def test_infer_rows_are_the_inference_planners_numbers() -> None:
@@ -266,3 +268,71 @@ def test_infer_batch_max_and_fixed_tp_cli() -> None:
         assert r["gpus_per_replica"] == 8 and r["batch"] > 1
     excluded = {e["instance"]: e["reason"] for e in doc["excluded"]}
     assert "does not divide a 1-GPU instance" in excluded["gpu-h100-sxm_1gpu-16vcpu-200gb"]
+
+
+def test_train_rows_are_the_training_planners_numbers(llama70b_1024: dict[str, Any]) -> None:
+    from flopwise.hardware import hardware_from_catalog
+    from flopwise.plan.train import TrainJob as PlannerJob
+    from flopwise.plan.train import plan_training
+
+    rows = {(r["provider"], r["instance"]): r for r in llama70b_1024["rows"]}
+    p5 = rows[("aws", "p5.48xlarge")]
+    assert p5["method"] == "model" and p5["network"]["status"] == "matches"
+    job = PlannerJob(gpus=1024, seq_len=4096, global_batch_seqs=1024, tokens=15e12)
+    direct = plan_training(load_model("llama-3.1-70b"), hardware_from_catalog("h100-sxm"), job)
+    assert p5["step_time_s"] == pytest.approx(direct.to_dict()["step_time_s"])
+    assert p5["train_days"] == pytest.approx(direct.to_dict()["train_days"])
+    assert p5["layout"]["tp"] * p5["layout"]["pp"] * p5["layout"]["dp"] * p5["layout"]["cp"] == 1024
+    assert p5["breakdown"]["compute_s"] > 0 and p5["memory_breakdown"]["weights_gib"] > 0
+    assert "total_gib" not in p5["memory_breakdown"]
+    assert 0 < p5["mfu"] < 1 and p5["memory_per_gpu_gib"] <= p5["device_memory_gib"]
+
+
+def test_a_slower_offer_network_is_planned_and_costs_time(llama70b_1024: dict[str, Any]) -> None:
+    rows = {(r["provider"], r["instance"]): r for r in llama70b_1024["rows"]}
+    p4d = rows[("aws", "p4d.24xlarge")]  # 400 Gb/s EFA per 8 A100-40GB
+    lam = rows[("lambda", "gpu_8x_a100")]  # unknown: planned with HGX A100's 8 x 200 Gb/s
+    assert p4d["accelerator"] == lam["accelerator"] == "a100-sxm-40gb"
+    assert p4d["network"]["planned_with"] == "offer" and lam["network"]["planned_with"] == "system"
+    assert p4d["step_time_s"] > lam["step_time_s"]
+
+
+def test_unpublished_network_reason_says_what_to_add(llama70b_1024: dict[str, Any]) -> None:
+    excluded = {(e["provider"], e["instance"]): e["reason"] for e in llama70b_1024["excluded"]}
+    reason = excluded[("gcp", "tpu-v6e-8")]
+    assert "scale-out network" in reason and "network_gbit_s" in reason
+
+
+def test_mfu_flag_uses_the_first_order_estimate() -> None:
+    model = load_model("llama-3.1-8b")
+    job = TrainJob(tokens=1e12, gpus=64, mfu=0.5)
+    doc = compare_train(model, job, from_accelerators(["h100"], 2.0)).to_dict()
+    row = doc["rows"][0]
+    assert row["method"] == "first-order" and row["mfu"] == 0.5 and row["layout"] is None
+    with pytest.raises(FlopwiseError, match="unknown layout choice"):
+        TrainJob(tokens=1e12, gpus=64, layout={"tensor": 8})
+
+
+def test_cli_layout_flags_are_respected() -> None:
+    proc = run_cli(
+        "compare",
+        "train",
+        "llama-3.1-70b",
+        "--tokens",
+        "1T",
+        "--gpus",
+        "256",
+        "--tp",
+        "8",
+        "--pp",
+        "2",
+        "--provider",
+        "aws,nebius",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["job"]["layout"] == {"tp": 8, "pp": 2}
+    assert doc["rows"] and all(
+        (r["layout"]["tp"], r["layout"]["pp"]) == (8, 2) for r in doc["rows"]
+    )

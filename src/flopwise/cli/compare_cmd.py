@@ -56,6 +56,7 @@ def add_where_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_train_job_args(p: argparse.ArgumentParser) -> None:
+    """The job flags of `flopwise plan train` that do not name the hardware."""
     p.add_argument(
         "model", metavar="MODEL", help="catalog id, alias, HF repo name or config.json path"
     )
@@ -69,15 +70,64 @@ def add_train_job_args(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="training tokens: 15T, 300B, 2e12",
     )
-    p.add_argument("--seq-len", type=positive_int, metavar="N", help="sequence length")
+    p.add_argument(
+        "--seq-len",
+        type=positive_int,
+        metavar="N",
+        help="sequence length (default: min(context, 4096))",
+    )
+    batch = p.add_mutually_exclusive_group()
+    batch.add_argument(
+        "--global-batch-seqs", type=positive_int, metavar="N", help="sequences per optimizer step"
+    )
+    batch.add_argument(
+        "--global-batch-tokens",
+        type=typed(tokens),
+        metavar="N",
+        help="tokens per optimizer step (default 4Mi), e.g. 4M, 16M",
+    )
     p.add_argument(
         "--dtype", default="bf16", choices=("bf16", "fp16", "fp8"), help="GEMM dtype (default bf16)"
     )
+    p.add_argument("--recipe", metavar="NAME", help="training-state recipe (as plan train)")
+    g = p.add_argument_group("layout (any left out is searched on every offer)")
+    for name, help_ in (
+        ("tp", "tensor-parallel degree"),
+        ("pp", "pipeline-parallel degree"),
+        ("dp", "data-parallel degree"),
+        ("cp", "context-parallel degree"),
+        ("ep", "expert-parallel degree (MoE)"),
+        ("vpp", "virtual pipeline stages per GPU (interleaved 1F1B)"),
+        ("microbatch", "sequences per microbatch"),
+    ):
+        g.add_argument(f"--{name}", type=positive_int, metavar="N", help=help_)
+    g.add_argument(
+        "--recompute", choices=("none", "selective", "full"), help="activation recompute"
+    )
+    g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), help="ZeRO stage over DP (x CP)")
+    g.add_argument(
+        "--sequence-parallel",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="shard norms/residuals over TP",
+    )
+    p.add_argument(
+        "--attention",
+        choices=("flash", "flash2", "unfused"),
+        default="flash",
+        help="attention kernel",
+    )
+    for name in ("tp", "pp", "ep"):
+        p.add_argument(
+            f"--{name}-comm-overlap",
+            action="store_true",
+            help=f"{name.upper()} comms overlap compute",
+        )
     p.add_argument(
         "--mfu",
         type=typed(fraction),
         metavar="X",
-        help="assumed MFU where the first-order estimate is used (default 0.40)",
+        help="skip the model: first-order estimate at this assumed MFU (as plan train --mfu)",
     )
     add_where_args(p)
 
@@ -157,6 +207,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
         from_accelerators,
         from_offers,
     )
+    from flopwise.compare.jobs import LAYOUT_KEYS
     from flopwise.errors import FlopwiseError
     from flopwise.workload.hf import load_model
 
@@ -180,8 +231,23 @@ def compare_from_args(args: argparse.Namespace) -> Any:
             raise FlopwiseError(
                 f"--seq-len {seq} exceeds {model.name}'s context of {model.max_seq_len} tokens"
             )
+        gbs = args.global_batch_seqs
+        if gbs is None and args.global_batch_tokens:
+            gbs = max(int(args.global_batch_tokens) // (seq or min(model.max_seq_len, 4096)), 1)
+        layout = {k: getattr(args, k) for k in LAYOUT_KEYS if getattr(args, k) is not None}
         job = TrainJob(
-            tokens=args.tokens, gpus=args.gpus, seq_len=seq, dtype=args.dtype, mfu=args.mfu
+            tokens=args.tokens,
+            gpus=args.gpus,
+            seq_len=seq,
+            global_batch_seqs=gbs,
+            dtype=args.dtype,
+            recipe=args.recipe,
+            attention=args.attention,
+            tp_comm_overlap=args.tp_comm_overlap,
+            pp_comm_overlap=args.pp_comm_overlap,
+            ep_comm_overlap=args.ep_comm_overlap,
+            mfu=args.mfu,
+            layout=layout,
         )
         return compare_train(model, job, candidates, sort=args.sort, hardware=hardware)
     if args.input_len + args.output_len > model.max_seq_len:

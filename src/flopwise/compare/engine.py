@@ -172,16 +172,20 @@ def compare_train(
             hw, net = network_check(hw, c.network_gbit_s, c.gpus_per_instance, instances)
             est = memo(planners.train_estimate, model, hw, job.gpus, job)
         except FlopwiseError as exc:
-            excluded.append(_excluded(c, str(exc)))
+            reason = str(exc)
+            if c.offer is not None and c.network_gbit_s is None and "network" in reason:
+                reason += (
+                    "; this offer publishes no inter-node network: give its network_gbit_s in "
+                    "$FLOPWISE_HOME/catalog/offers.csv"
+                )
+            excluded.append(_excluded(c, reason))
             continue
         if est["fits"] is False:
-            excluded.append(
-                _excluded(
-                    c,
-                    f"does not fit: {est['memory_per_gpu_gib']:.1f} GiB per GPU needed, "
-                    f"{est['device_memory_gib']:.1f} GiB on {c.accelerator}",
-                )
+            reason = est.get("why_not") or (
+                f"does not fit: {est['memory_per_gpu_gib']:.1f} GiB per GPU needed, "
+                f"{est['device_memory_gib'] or 0:.1f} GiB on {c.accelerator}"
             )
+            excluded.append(_excluded(c, reason))
             continue
         hours = est["train_days"] * 24.0
         cost = None if c.price_per_hour is None else c.price_per_hour * instances * hours

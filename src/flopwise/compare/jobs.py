@@ -9,18 +9,45 @@ from typing import Any
 
 from flopwise.errors import FlopwiseError
 
+#: Global batch when none is given: 4Mi tokens, as `flopwise plan train` (Llama 2's 4M batch).
+DEFAULT_BATCH_TOKENS = 4 * 2**20
+
+#: Layout choices the training planner accepts as constraints (the rest are searched).
+LAYOUT_KEYS: tuple[str, ...] = (
+    "tp",
+    "pp",
+    "dp",
+    "cp",
+    "ep",
+    "vpp",
+    "microbatch",
+    "recompute",
+    "zero",
+    "sequence_parallel",
+)
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrainJob:
-    """Train on `tokens` tokens using `gpus` accelerators (whole instances are billed)."""
+    """Train on `tokens` tokens using `gpus` accelerators (whole instances are billed).
+
+    With `mfu` set the comparison uses the first-order estimate (time = FLOPs / (GPUs x peak x
+    MFU)), as `flopwise plan train --mfu` does; otherwise the training planner searches the
+    layouts `layout` leaves free.
+    """
 
     tokens: float
     gpus: int
-    seq_len: int | None = None
+    seq_len: int | None = None  # default: min(context, 4096)
+    global_batch_seqs: int | None = None  # default: DEFAULT_BATCH_TOKENS / seq_len
     dtype: str = "bf16"
-    mfu: float | None = None  # only the first-order estimate uses an assumed MFU
-    #: Layout/planner flags passed through to the training planner unchanged (tp, pp, zero, ...).
-    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    recipe: str | None = None
+    attention: str = "flash"
+    tp_comm_overlap: bool = False
+    pp_comm_overlap: bool = False
+    ep_comm_overlap: bool = False
+    mfu: float | None = None
+    layout: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         if self.tokens <= 0:
@@ -29,6 +56,17 @@ class TrainJob:
             raise FlopwiseError(f"--gpus must be at least 1, got {self.gpus}")
         if self.mfu is not None and not 0 < self.mfu <= 1:
             raise FlopwiseError(f"--mfu must be in (0, 1], got {self.mfu}")
+        unknown = sorted(set(self.layout) - set(LAYOUT_KEYS))
+        if unknown:
+            raise FlopwiseError(
+                f"unknown layout choice(s) {', '.join(unknown)}; valid: {', '.join(LAYOUT_KEYS)}"
+            )
+
+    def seq_len_for(self, max_seq_len: int) -> int:
+        return self.seq_len or min(max_seq_len, 4096)
+
+    def batch_seqs_for(self, seq_len: int) -> int:
+        return self.global_batch_seqs or max(DEFAULT_BATCH_TOKENS // seq_len, 1)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -36,9 +74,15 @@ class TrainJob:
             "tokens": self.tokens,
             "gpus": self.gpus,
             "seq_len": self.seq_len,
+            "global_batch_seqs": self.global_batch_seqs,
             "dtype": self.dtype,
+            "recipe": self.recipe,
+            "attention": self.attention,
+            "tp_comm_overlap": self.tp_comm_overlap,
+            "pp_comm_overlap": self.pp_comm_overlap,
+            "ep_comm_overlap": self.ep_comm_overlap,
             "mfu": self.mfu,
-            "options": dict(self.options),
+            "layout": dict(self.layout),
         }
 
 

@@ -4,13 +4,14 @@ The comparison asks two questions of a planner and reads a fixed set of keys bac
 planners touches only this module:
 
 - ``train_estimate(model, hw, gpus, job)`` -> ``method, step_time_s, mfu, train_days, gpu_hours,
-  memory_per_gpu_gib, device_memory_gib, fits, layout, breakdown, memory_breakdown, plan``
+  memory_per_gpu_gib, device_memory_gib, fits, why_not, layout, breakdown, memory_breakdown,
+  plan``
 - ``infer_estimate(model, hw, gpus, job)`` (one replica of `gpus` GPUs) -> ``method, ttft_ms,
   tpot_ms, e2e_latency_s, output_tokens_per_s, memory_per_gpu_gib, device_memory_gib, fits,
   batch, layout, breakdown, memory_breakdown, plan``
 
-Inference: flopwise.plan.infer.plan_inference. Training: the first-order estimate until the
-training planner lands.
+Training: flopwise.plan.train.plan_training (or, with an assumed MFU, the first-order estimate,
+as `plan train --mfu`). Inference: flopwise.plan.infer.plan_inference.
 
 A planner that cannot run the job raises FlopwiseError; the comparison lists the reason.
 """
@@ -24,18 +25,71 @@ from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
 from flopwise.workload.spec import ModelSpec
 
+#: Memory components of a training plan the report charts (totals and capacity left out).
+_TRAIN_MEMORY_SKIP = ("total_gib", "usable_gib")
+
 
 def train_estimate(model: ModelSpec, hw: Hardware, gpus: int, job: TrainJob) -> dict[str, Any]:
     """Training time and memory for `job` on `gpus` accelerators described by `hw`."""
-    from flopwise.plan.first_order import DEFAULT_MFU, first_order_train
+    if job.mfu is not None:
+        return _first_order(model, hw, gpus, job)
+    from flopwise.plan.train import LayoutConstraints, plan_training
+    from flopwise.plan.train import TrainJob as PlannerJob
 
+    seq = job.seq_len_for(model.max_seq_len)
+    plan = plan_training(
+        model,
+        hw,
+        PlannerJob(
+            gpus=gpus,
+            seq_len=seq,
+            global_batch_seqs=job.batch_seqs_for(seq),
+            tokens=job.tokens,
+            dtype=job.dtype,
+            recipe=job.recipe,
+            attention=job.attention,
+            tp_comm_overlap=job.tp_comm_overlap,
+            pp_comm_overlap=job.pp_comm_overlap,
+            ep_comm_overlap=job.ep_comm_overlap,
+        ),
+        LayoutConstraints(**job.layout),
+    ).to_dict()
+    nothing_fits = (plan.get("search") or {}).get("nothing_fits")
+    why_not = None
+    if nothing_fits:
+        why_not = "; ".join([nothing_fits["why"], *nothing_fits.get("what_would", [])[:1]])
+    return {
+        "method": "model",
+        "step_time_s": plan["step_time_s"],
+        "mfu": plan["mfu"],
+        "train_days": plan["train_days"],
+        "gpu_hours": plan["gpu_hours"],
+        "memory_per_gpu_gib": plan["memory_per_gpu_gib"],
+        "device_memory_gib": plan["device_memory_gib"],
+        "fits": plan["fits"],
+        "why_not": why_not,
+        "layout": plan["layout"],
+        "breakdown": {k: v for k, v in plan["breakdown"].items() if isinstance(v, (int, float))},
+        "memory_breakdown": {
+            k: v
+            for k, v in plan["memory_breakdown"].items()
+            if k.endswith("_gib") and k not in _TRAIN_MEMORY_SKIP and isinstance(v, (int, float))
+        },
+        "plan": plan,
+    }
+
+
+def _first_order(model: ModelSpec, hw: Hardware, gpus: int, job: TrainJob) -> dict[str, Any]:
+    from flopwise.plan.first_order import first_order_train
+
+    assert job.mfu is not None
     plan = first_order_train(
         model,
         hw,
         gpus=gpus,
         tokens=job.tokens,
         seq_len=job.seq_len,
-        mfu=job.mfu or DEFAULT_MFU,
+        mfu=job.mfu,
         dtype=job.dtype,
     ).to_dict()
     return {
@@ -47,6 +101,7 @@ def train_estimate(model: ModelSpec, hw: Hardware, gpus: int, job: TrainJob) -> 
         "memory_per_gpu_gib": plan["memory_per_gpu_gib"],
         "device_memory_gib": plan["device_memory_gib"],
         "fits": plan["fits"],
+        "why_not": None,
         "layout": None,
         "breakdown": None,
         "memory_breakdown": None,

@@ -4,6 +4,14 @@ The Python API is the product; the CLI only calls it. Nothing here imports torch
 """
 
 from flopwise.catalog import get_accelerator, get_system, load_accelerators, load_systems
+from flopwise.catalog.offers import Offer, load_offers
+from flopwise.compare import (
+    CompareInferJob,
+    CompareResult,
+    CompareTrainJob,
+    compare_infer,
+    compare_train,
+)
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware, hardware_from_catalog
 from flopwise.plan.first_order import FirstOrderTrainPlan, first_order_train
@@ -24,6 +32,9 @@ from flopwise.workload.report import ModelReport, describe_model
 __version__ = "0.1.0"
 
 __all__ = [
+    "CompareInferJob",
+    "CompareResult",
+    "CompareTrainJob",
     "DraftConfig",
     "FirstOrderTrainPlan",
     "FlopwiseError",
@@ -34,11 +45,14 @@ __all__ = [
     "LayoutConstraints",
     "ModelReport",
     "ModelSpec",
+    "Offer",
     "ParamCounts",
     "ResultStore",
     "TrainJob",
     "TrainPlan",
     "__version__",
+    "compare_infer",
+    "compare_train",
     "count_params",
     "describe_model",
     "first_order_train",
@@ -48,6 +62,7 @@ __all__ = [
     "kv_cache_bytes_per_token",
     "load_accelerators",
     "load_model",
+    "load_offers",
     "load_systems",
     "plan_inference",
     "plan_training",

@@ -10,8 +10,8 @@ import pytest
 
 from conftest import run_cli
 from flopwise.compare import (
-    InferJob,
-    TrainJob,
+    CompareInferJob,
+    CompareTrainJob,
     compare_infer,
     compare_train,
     from_accelerators,
@@ -51,7 +51,7 @@ def test_pareto_front_by_hand() -> None:
 @pytest.fixture(scope="module")
 def llama70b_1024() -> dict[str, Any]:
     model = load_model("llama-3.1-70b")
-    job = TrainJob(tokens=15e12, gpus=1024)
+    job = CompareTrainJob(tokens=15e12, gpus=1024)
     return compare_train(model, job, from_offers()).to_dict()
 
 
@@ -108,7 +108,7 @@ def test_partial_nodes_are_listed_with_a_reason(llama70b_1024: dict[str, Any]) -
 
 def test_accelerators_mode_uses_given_price() -> None:
     model = load_model("llama-3.1-8b")
-    job = TrainJob(tokens=1e12, gpus=64)
+    job = CompareTrainJob(tokens=1e12, gpus=64)
     doc = compare_train(model, job, from_accelerators(["h100", "dgx-b200"], 2.0)).to_dict()
     by_acc = {r["accelerator"]: r for r in doc["rows"]}
     assert set(by_acc) == {"h100-sxm", "b200"}
@@ -122,7 +122,7 @@ def test_accelerators_mode_uses_given_price() -> None:
 def test_accelerators_mode_without_price_uses_cheapest_offer_or_unknown() -> None:
     doc = compare_train(
         load_model("llama-3.1-8b"),
-        TrainJob(tokens=1e12, gpus=64),
+        CompareTrainJob(tokens=1e12, gpus=64),
         from_accelerators(["h100-sxm", "mi300x"]),
     ).to_dict()
     by_acc = {r["accelerator"]: r for r in doc["rows"]}
@@ -134,7 +134,7 @@ def test_accelerators_mode_without_price_uses_cheapest_offer_or_unknown() -> Non
 
 def test_infer_compare_prices_tokens_and_drops_what_does_not_fit() -> None:
     model = load_model("llama-3.1-70b")
-    job = InferJob(batch=16, input_len=1024, output_len=256)
+    job = CompareInferJob(batch=16, input_len=1024, output_len=256)
     doc = compare_infer(model, job, from_offers()).to_dict()
     rows = {(r["provider"], r["instance"]): r for r in doc["rows"]}
     p5 = rows[("aws", "p5.48xlarge")]
@@ -237,7 +237,9 @@ def test_infer_rows_are_the_inference_planners_numbers() -> None:
     from flopwise.plan.infer import plan_inference
 
     model = load_model("llama-3.1-8b")
-    doc = compare_infer(model, InferJob(batch=8, tp=2), from_offers(providers=["aws"])).to_dict()
+    doc = compare_infer(
+        model, CompareInferJob(batch=8, tp=2), from_offers(providers=["aws"])
+    ).to_dict()
     p5 = next(r for r in doc["rows"] if r["instance"] == "p5.48xlarge")
     assert (p5["gpus_per_replica"], p5["replicas"], p5["method"]) == (2, 4, "model")
     hw = hardware_from_catalog("h100-sxm", p5["system"])
@@ -305,12 +307,12 @@ def test_unpublished_network_reason_says_what_to_add(llama70b_1024: dict[str, An
 
 def test_mfu_flag_uses_the_first_order_estimate() -> None:
     model = load_model("llama-3.1-8b")
-    job = TrainJob(tokens=1e12, gpus=64, mfu=0.5)
+    job = CompareTrainJob(tokens=1e12, gpus=64, mfu=0.5)
     doc = compare_train(model, job, from_accelerators(["h100"], 2.0)).to_dict()
     row = doc["rows"][0]
     assert row["method"] == "first-order" and row["mfu"] == 0.5 and row["layout"] is None
     with pytest.raises(FlopwiseError, match="unknown layout choice"):
-        TrainJob(tokens=1e12, gpus=64, layout={"tensor": 8})
+        CompareTrainJob(tokens=1e12, gpus=64, layout={"tensor": 8})
 
 
 def test_cli_layout_flags_are_respected() -> None:

@@ -200,8 +200,8 @@ def register(sub: Any) -> None:
 def compare_from_args(args: argparse.Namespace) -> Any:
     """Build the job and candidates from parsed flags and run the comparison."""
     from flopwise.compare import (
-        InferJob,
-        TrainJob,
+        CompareInferJob,
+        CompareTrainJob,
         compare_infer,
         compare_train,
         from_accelerators,
@@ -235,7 +235,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
         if gbs is None and args.global_batch_tokens:
             gbs = max(int(args.global_batch_tokens) // (seq or min(model.max_seq_len, 4096)), 1)
         layout = {k: getattr(args, k) for k in LAYOUT_KEYS if getattr(args, k) is not None}
-        job = TrainJob(
+        job = CompareTrainJob(
             tokens=args.tokens,
             gpus=args.gpus,
             seq_len=seq,
@@ -255,7 +255,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
             f"--input-len + --output-len = {args.input_len + args.output_len} exceeds "
             f"{model.name}'s context of {model.max_seq_len} tokens"
         )
-    ijob = InferJob(
+    ijob = CompareInferJob(
         batch=args.batch,
         input_len=args.input_len,
         output_len=args.output_len,

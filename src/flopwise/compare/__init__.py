@@ -2,13 +2,13 @@
 
 from flopwise.compare.candidates import Candidate, from_accelerators, from_offers
 from flopwise.compare.engine import CompareResult, compare_infer, compare_train, mark_pareto
-from flopwise.compare.jobs import InferJob, TrainJob
+from flopwise.compare.jobs import CompareInferJob, CompareTrainJob
 
 __all__ = [
     "Candidate",
+    "CompareInferJob",
     "CompareResult",
-    "InferJob",
-    "TrainJob",
+    "CompareTrainJob",
     "compare_infer",
     "compare_train",
     "from_accelerators",

@@ -9,7 +9,7 @@ from typing import Any
 
 from flopwise.compare import planners
 from flopwise.compare.candidates import Candidate
-from flopwise.compare.jobs import InferJob, TrainJob
+from flopwise.compare.jobs import CompareInferJob, CompareTrainJob
 from flopwise.compare.network import network_check
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
@@ -144,7 +144,7 @@ def _model_summary(model: ModelSpec) -> dict[str, Any]:
 
 def compare_train(
     model: ModelSpec,
-    job: TrainJob,
+    job: CompareTrainJob,
     candidates: Sequence[Candidate],
     *,
     sort: str = "cost",
@@ -225,7 +225,7 @@ def _gpus_per_node(system_id: str) -> int:
 
 def compare_infer(
     model: ModelSpec,
-    job: InferJob,
+    job: CompareInferJob,
     candidates: Sequence[Candidate],
     *,
     sort: str = "cost",

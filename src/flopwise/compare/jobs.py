@@ -28,7 +28,7 @@ LAYOUT_KEYS: tuple[str, ...] = (
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class TrainJob:
+class CompareTrainJob:
     """Train on `tokens` tokens using `gpus` accelerators (whole instances are billed).
 
     With `mfu` set the comparison uses the first-order estimate (time = FLOPs / (GPUs x peak x
@@ -87,7 +87,7 @@ class TrainJob:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class InferJob:
+class CompareInferJob:
     """Serve requests of input_len prompt and output_len generated tokens.
 
     `batch` is the static batch per replica, or None for the steady-state maximum (continuous

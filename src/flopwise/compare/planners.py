@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flopwise.compare.jobs import InferJob, TrainJob
+from flopwise.compare.jobs import CompareInferJob, CompareTrainJob
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
 from flopwise.workload.spec import ModelSpec
@@ -29,7 +29,9 @@ from flopwise.workload.spec import ModelSpec
 _TRAIN_MEMORY_SKIP = ("total_gib", "usable_gib")
 
 
-def train_estimate(model: ModelSpec, hw: Hardware, gpus: int, job: TrainJob) -> dict[str, Any]:
+def train_estimate(
+    model: ModelSpec, hw: Hardware, gpus: int, job: CompareTrainJob
+) -> dict[str, Any]:
     """Training time and memory for `job` on `gpus` accelerators described by `hw`."""
     if job.mfu is not None:
         return _first_order(model, hw, gpus, job)
@@ -79,7 +81,7 @@ def train_estimate(model: ModelSpec, hw: Hardware, gpus: int, job: TrainJob) -> 
     }
 
 
-def _first_order(model: ModelSpec, hw: Hardware, gpus: int, job: TrainJob) -> dict[str, Any]:
+def _first_order(model: ModelSpec, hw: Hardware, gpus: int, job: CompareTrainJob) -> dict[str, Any]:
     from flopwise.plan.first_order import first_order_train
 
     assert job.mfu is not None
@@ -121,7 +123,9 @@ _INFER_TIME_PARTS = (
 _INFER_MEMORY_PARTS = ("weights_gib", "kv_cache_gib", "workspace_gib", "runtime_reserved_gib")
 
 
-def infer_estimate(model: ModelSpec, hw: Hardware, gpus: int, job: InferJob) -> dict[str, Any]:
+def infer_estimate(
+    model: ModelSpec, hw: Hardware, gpus: int, job: CompareInferJob
+) -> dict[str, Any]:
     """Latency and throughput of one replica (`gpus` = tp x pp accelerators) serving `job`."""
     from flopwise.plan.infer import InferJob as PlannerJob
     from flopwise.plan.infer import plan_inference

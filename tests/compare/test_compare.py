@@ -162,6 +162,7 @@ def test_cli_compare_table_and_sort(monkeypatch: pytest.MonkeyPatch) -> None:
     proc = run_cli("compare", "train", "llama-3.1-70b", "--tokens", "15T", "--gpus", "1024")
     assert proc.returncode == 0, proc.stderr
     assert "★" in proc.stdout and "days" in proc.stdout and "Prices as of 2026-11-22" in proc.stdout
+    assert "not listed: lambda gpu_1x_h100_pcie" in proc.stdout
     timed = run_cli(
         "compare",
         "train",

@@ -112,7 +112,9 @@ def show_compare(doc: dict[str, Any]) -> None:
             f"{job['output_len']} out tokens, by {doc['sort']}"
         )
         cols, rows, right = _infer_rows(doc, dated)
-    methods = sorted({r["method"] for r in doc["rows"]})
+    planner = "training planner" if doc["kind"] == "train" else "inference planner"
+    names = {"model": planner, "first-order": "first-order (assumed MFU)"}
+    methods = sorted({names.get(r["method"], r["method"]) for r in doc["rows"]})
     as_of = "" if dated or not dates else f"Prices as of {next(iter(dates))}. "
     caption = as_of + (
         f"★ Pareto-optimal (no other row both faster and cheaper). Estimates: "
@@ -121,3 +123,16 @@ def show_compare(doc: dict[str, Any]) -> None:
         f"{len(doc['excluded'])} offers cannot run this job (see --json 'excluded')."
     )
     console().print(table(title, cols, rows, right=right, caption=caption))
+    _show_excluded(doc["excluded"])
+
+
+def _show_excluded(excluded: list[dict[str, Any]], limit: int = 6) -> None:
+    """Why offers cannot run the job: one line per distinct reason."""
+    by_reason: dict[str, list[str]] = {}
+    for e in excluded:
+        by_reason.setdefault(e["reason"], []).append(f"{e['provider']} {e['instance']}")
+    for reason, names in list(by_reason.items())[:limit]:
+        shown = ", ".join(names[:2]) + (f" and {len(names) - 2} more" if len(names) > 2 else "")
+        console().print(f"  not listed: {shown}: {reason}", markup=False)
+    if len(by_reason) > limit:
+        console().print(f"  ... {len(by_reason) - limit} more reasons in --json 'excluded'")

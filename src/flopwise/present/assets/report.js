@@ -259,7 +259,7 @@
     var placed = [];
     pts.forEach(function (r) {
       var c = svg("circle", { cx: x(r[tk]).toFixed(1), cy: y(r[ck]).toFixed(1), r: r.pareto ? "6" : "4", "class": r.pareto ? "pt pareto" : "pt" });
-      c.appendChild(svg("title", {}, r.provider + " " + r.instance + " (" + r.accelerator + "): " + num(r[tk], 2) + (TRAIN ? " days, " + money(r[ck]) : " s, $" + num(r[ck], 3) + "/M tok") + (r.pareto ? " — Pareto-optimal" : "")));
+      c.appendChild(svg("title", {}, r.provider + " " + r.instance + " (" + r.accelerator + "): " + num(r[tk], 2) + (TRAIN ? " days, " + money(r[ck]) : " s, $" + num(r[ck], 3) + "/M tok") + " (price as of " + (r.price_as_of || r.price_kind) + ")" + (r.pareto ? " — Pareto-optimal" : "")));
       root.appendChild(c);
       if (r.pareto) {
         var lx = x(r[tk]) + 8, ly = y(r[ck]) - 6;

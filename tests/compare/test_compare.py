@@ -184,6 +184,7 @@ def test_cli_compare_table_and_sort(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         (("--price-per-gpu-hour", "2"), "--price-per-gpu-hour prices --accelerators"),
         (("--accelerators", "h100", "--provider", "aws"), "drop --accelerators"),
+        (("--accelerators", "h100", "--spot"), "drop --accelerators"),
         (("--accelerators", "warp-9000"), "unknown accelerator 'warp-9000'"),
         (("--seq-len", "999999"), "exceeds llama-3.1-70b's context"),
     ],
@@ -339,3 +340,14 @@ def test_cli_layout_flags_are_respected() -> None:
     assert doc["rows"] and all(
         (r["layout"]["tp"], r["layout"]["pp"]) == (8, 2) for r in doc["rows"]
     )
+
+
+def test_spot_prices_replace_on_demand_and_drop_offers_without_one() -> None:
+    model = load_model("llama-3.1-8b")
+    job = CompareTrainJob(tokens=1e12, gpus=64, mfu=0.4)
+    doc = compare_train(model, job, from_offers(providers=["aws", "lambda"], spot=True)).to_dict()
+    rows = {r["instance"]: r for r in doc["rows"]}
+    assert "gpu_8x_h100_sxm5" not in rows  # Lambda publishes no spot price
+    p5 = rows["p5.48xlarge"]
+    assert p5["price_kind"] == "spot" and p5["price_per_hour"] == 20.9934
+    assert p5["cost_usd"] == pytest.approx(20.9934 * 8 * p5["train_days"] * 24)

@@ -45,6 +45,11 @@ def add_where_args(p: argparse.ArgumentParser) -> None:
         help="only offers at most this many dollars per instance-hour",
     )
     p.add_argument(
+        "--spot",
+        action="store_true",
+        help="price offers at their published spot price (offers without one are left out)",
+    )
+    p.add_argument(
         "--sort", choices=("cost", "time"), default="cost", help="row order (default: cost)"
     )
     p.add_argument(
@@ -216,15 +221,19 @@ def compare_from_args(args: argparse.Namespace) -> Any:
 
     hardware = measured_hardware(args.db) if args.measured else catalog_hardware
     if args.accelerators:
-        if args.provider or args.max_price is not None:
-            raise FlopwiseError("--provider and --max-price filter offers; drop --accelerators")
+        if args.provider or args.max_price is not None or args.spot:
+            raise FlopwiseError(
+                "--provider, --max-price and --spot apply to offers; drop --accelerators"
+            )
         candidates = from_accelerators(args.accelerators, args.price_per_gpu_hour)
     else:
         if args.price_per_gpu_hour is not None:
             raise FlopwiseError(
                 "--price-per-gpu-hour prices --accelerators; offers carry their own prices"
             )
-        candidates = from_offers(providers=args.provider, max_price_per_hour=args.max_price)
+        candidates = from_offers(
+            providers=args.provider, max_price_per_hour=args.max_price, spot=args.spot
+        )
     if args.compare_cmd == "train":
         seq = args.seq_len
         if seq and seq > model.max_seq_len:

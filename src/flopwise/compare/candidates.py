@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from flopwise.catalog.offers import Offer, filter_offers, load_offers
@@ -64,11 +64,20 @@ def from_offers(
     accelerators: Sequence[str] | None = None,
     providers: Sequence[str] | None = None,
     max_price_per_hour: float | None = None,
+    spot: bool = False,
 ) -> list[Candidate]:
-    """Every catalog offer (embedded + overlay), optionally filtered."""
+    """Every catalog offer (embedded + overlay), optionally filtered. With `spot`, offers are
+    priced at their published spot price and those without one are left out."""
     out = []
+    pool = load_offers()
+    if spot:
+        pool = [
+            replace(o, price_per_hour=o.spot_price_per_hour, price_kind="spot")
+            for o in pool
+            if o.spot_price_per_hour
+        ]
     for o in filter_offers(
-        load_offers(),
+        pool,
         accelerators=accelerators,
         providers=providers,
         max_price_per_hour=max_price_per_hour,

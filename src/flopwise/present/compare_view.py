@@ -116,6 +116,9 @@ def show_compare(doc: dict[str, Any]) -> None:
     names = {"model": planner, "first-order": "first-order (assumed MFU)"}
     methods = sorted({names.get(r["method"], r["method"]) for r in doc["rows"]})
     as_of = "" if dated or not dates else f"Prices as of {next(iter(dates))}. "
+    kinds = sorted({r["price_kind"] for r in doc["rows"]} - {"on_demand"})
+    if kinds:
+        as_of += f"Price kinds other than on-demand: {', '.join(kinds)}. "
     caption = as_of + (
         f"★ Pareto-optimal (no other row both faster and cheaper). Estimates: "
         f"{', '.join(methods) or 'none'}. net: offer network vs the plan's node type "

@@ -144,14 +144,24 @@ def test_cli_refresh_offline_exits_2_without_traceback(
 ) -> None:
     fake = tmp_path / "fakes" / "gpuhunt"
     fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text(
-        "def query(**kwargs):\n    raise OSError('[Errno -3] Temporary failure in name resolution')\n"
+    (fake / "__init__.py").write_text(  # what gpuhunt 0.1.34 does offline: log, then raise
+        "import logging\n"
+        "class GPUHuntError(Exception):\n    pass\n"
+        "def query(**kwargs):\n"
+        "    log = logging.getLogger('gpuhunt._internal.catalog')\n"
+        "    for p in ('aws', 'gcp'):\n"
+        "        try:\n"
+        "            raise OSError('[Errno -2] Name or service not known')\n"
+        "        except OSError:\n"
+        "            log.exception('Failed to load %s catalog.', p)\n"
+        "    raise GPUHuntError('Failed to load catalogs of all providers')\n"
     )
     src = Path(__file__).resolve().parents[2] / "src"
     monkeypatch.setenv("PYTHONPATH", f"{fake.parent}:{src}")
     proc = run_cli("catalog", "refresh", "--from", "gpuhunt")
     assert proc.returncode == 2
     assert proc.stderr.startswith("flopwise: error: could not fetch the gpuhunt catalog")
+    assert "GPUHuntError: Failed to load catalogs of all providers" in proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert proc.stdout == ""
     assert not _overlay(isolated_home).exists()

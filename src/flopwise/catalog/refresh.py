@@ -15,6 +15,7 @@ import csv
 import hashlib
 import io
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Callable, Iterable
@@ -126,15 +127,21 @@ def gpuhunt_fetch() -> list[Any]:
             "catalog refresh --from gpuhunt needs the optional extra: "
             "pip install 'flopwise[refresh]' (the embedded catalog is still used)"
         ) from None
+    # gpuhunt logs a traceback per provider it cannot reach; the one-line error below says it.
+    quiet = logging.getLogger("gpuhunt")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL + 1)
     try:
         return list(gpuhunt.query(min_gpu_count=1))
-    except Exception as exc:  # gpuhunt raises requests/urllib/botocore errors when offline
+    except Exception as exc:  # gpuhunt raises GPUHuntError/urllib errors when offline
         first = (str(exc).splitlines() or [""])[0][:160]
         raise FlopwiseError(
             f"could not fetch the gpuhunt catalog (offline or blocked?): "
             f"{type(exc).__name__}: {first}; nothing was written, the embedded catalog is "
             "still used"
         ) from None
+    finally:
+        quiet.setLevel(level)
 
 
 def _gpuhunt_version() -> str:

@@ -6,7 +6,10 @@ from importlib import import_module
 from typing import Any
 
 #: One module per benchmark, each with register(bench_subparsers).
-BENCH_MODULES: tuple[str, ...] = ()
+BENCH_MODULES: tuple[str, ...] = (
+    "flopwise.cli.bench_matmul_cmd",
+    "flopwise.cli.bench_memory_cmd",
+)
 
 
 def register(sub: Any) -> None:

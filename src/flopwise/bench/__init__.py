@@ -1,0 +1,1 @@
+"""Benchmarks: they measure, then write results to the store. torch is imported lazily here."""

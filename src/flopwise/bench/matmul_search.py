@@ -7,11 +7,12 @@ Directed search (tile/wave quantization, NVIDIA "Matrix Multiplication Backgroun
 Guide"; FORMULAS.md):
 1. candidates per dimension are the range values aligned to 128 bytes (64 bf16 elements, 32
    fp32, 128 fp8); unaligned values are used only when a range has no aligned one;
-2. a coarse set: a few levels per dimension spread over the upper part of each range, each
-   (M, N) pair nudged to the nearby values whose tile count fills whole waves on the device's
-   compute units; measured in order of that prior (wave efficiency, then size);
+2. a coarse set: a Latin square over a few levels per dimension, spread on a log scale over
+   each range (16 shapes for 4 levels, not 64) plus the largest shape, each (M, N) pair nudged to the
+   nearby values whose tile count fills whole waves on the device's compute units; measured
+   in order of that prior (wave efficiency, then size);
 3. refinement: a pattern search around the best shape, halving the step when no neighbour
-   gains more than `min_gain`; one restart from the runner-up region;
+   gains more than `min_gain`; one restart from a runner-up region that scored within 3%;
 4. stop when the budget is spent, the search converges (improvement stalls), or every
    candidate was measured.
 """
@@ -123,10 +124,11 @@ def best_wave_efficiency(m: int, n: int, hints: SearchHints) -> float:
 class SearchPolicy:
     """Knobs of the directed search (defaults suit GPUs and CPUs alike)."""
 
-    coarse_levels: int = 3
+    coarse_levels: int = 4
     coarse_share: float = 0.5  # at most this share of the budget for the coarse phase
     min_gain: float = 0.005  # a move must gain 0.5% (more than timing noise) to be taken
-    restarts: int = 1
+    restarts: int = 1  # a second local search from the runner-up coarse region ...
+    restart_within: float = 0.03  # ... when it scored within 3% of the best
     wave_window: int = 3  # how many candidates either side a level may move to fill waves
     max_shapes: int | None = None
 
@@ -204,11 +206,20 @@ def _aligned(values: tuple[int, ...], align: int) -> tuple[int, ...]:
     return aligned or values
 
 
-def _levels(count: int, levels: int) -> list[int]:
-    """Indices of `levels` points spread over the upper part of a list of `count` values."""
+def _levels(values: tuple[int, ...], levels: int) -> list[int]:
+    """Indices of `levels` sizes spread evenly on a log scale from the smallest to the largest
+    value: cheap small shapes are covered too, and the large end gets as many levels."""
+    count = len(values)
     if count <= levels:
         return list(range(count))
-    return sorted({round((count - 1) * (i + 1) / levels) for i in range(levels)})
+    if levels <= 1:
+        return [count - 1]
+    lo, hi = math.log(values[0]), math.log(values[-1])
+    picked = set()
+    for i in range(levels):
+        target = lo + (hi - lo) * i / (levels - 1)
+        picked.add(min(range(count), key=lambda j: abs(math.log(values[j]) - target)))
+    return sorted(picked)
 
 
 class _Directed:
@@ -249,8 +260,17 @@ class _Directed:
         return best[2], best[3]
 
     def coarse(self) -> list[tuple[int, int, int]]:
-        levels = [_levels(len(d), self.policy.coarse_levels) for d in self.dims]
-        cands = {(*self.snap(i, j), kk) for i in levels[0] for j in levels[1] for kk in levels[2]}
+        """A Latin-square design over the levels (every pair of levels of any two dimensions
+        appears once: L*L shapes, not L**3) plus the all-largest corner."""
+        levels = [_levels(d, self.policy.coarse_levels) for d in self.dims]
+        count = max(len(lv) for lv in levels)
+
+        def pick(d: int, i: int) -> int:
+            return levels[d][min(i, len(levels[d]) - 1)]
+
+        design = {(i, j, (i + j) % count) for i in range(count) for j in range(count)}
+        design.add((count - 1, count - 1, count - 1))
+        cands = {(*self.snap(pick(0, i), pick(1, j)), pick(2, kk)) for i, j, kk in design}
         return sorted(cands, key=self.prior, reverse=True)
 
     def measure_all(self, cands: list[tuple[int, int, int]]) -> None:
@@ -274,6 +294,8 @@ class _Directed:
                     if d < 2:
                         neighbours.add((*self.snap(cand[0], cand[1]), cand[2]))
             neighbours.discard(current)
+            if not neighbours:
+                return
             self.measure_all(sorted(neighbours))
             best = max(neighbours, key=self.score)
             if self.score(best) > self.score(current) * (1 + self.policy.min_gain):
@@ -296,8 +318,11 @@ class _Directed:
             measured = [coarse[0]]
         ranked = sorted(measured, key=self.score, reverse=True)
         starts = [ranked[0]]
+        top = self.score(ranked[0])
         for idx in ranked[1:]:
-            if len(starts) > self.policy.restarts:
+            if len(starts) > self.policy.restarts or self.score(idx) < top * (
+                1 - self.policy.restart_within
+            ):
                 break
             if all(max(abs(a - b) for a, b in zip(idx, s, strict=True)) > 1 for s in starts):
                 starts.append(idx)

@@ -45,6 +45,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int)
     p.add_argument("--budget-s", type=float, help="directed search budget (default: its own)")
     p.add_argument("--json", action="store_true", help="print only the JSON document")
+    p.add_argument("--save", metavar="FILE", help="write both runs, every shape, to FILE")
     return p.parse_args(argv)
 
 
@@ -140,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{time_ratio:.3f} (target <= {TARGET_TIME_RATIO})",
             file=sys.stderr,
         )
+    if args.save:
+        with open(args.save, "w", encoding="utf-8") as fh:
+            json.dump({"grid": grid.to_dict(), "directed": directed.to_dict()}, fh)
     print(json.dumps(doc, indent=2))
     return 0
 

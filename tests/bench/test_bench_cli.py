@@ -185,3 +185,27 @@ def test_devices_runs_one_process_per_device_and_reports_spread() -> None:
 def test_devices_all_without_accelerators_is_a_clear_error() -> None:
     r = run_cli("bench", "matmul", "--devices", "all", "--m", "32", "--n", "32", "--k", "32")
     assert r.returncode == 2 and "found no local accelerators" in r.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_prints_and_stores_the_partial_run(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    db = tmp_path / "r.sqlite"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flopwise", "bench", "matmul", "--device", "cpu", "--search",
+         "grid", "--m-range", "64", "2048", "64", "--n-range", "64", "2048", "64", "--k", "512",
+         "--iterations", "2", "--warmup", "0", "--json", "--db", str(db)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    time.sleep(8)  # torch imported, measuring: the 1,024-shape grid takes far longer than this
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    doc = json.loads(out)
+    assert doc["status"] == "interrupted" and 0 < doc["shapes_tried"] < 1024
+    stored = json.loads(run_cli("results", "show", str(doc["result_id"]), "--db", str(db),
+                                "--json").stdout)
+    assert stored["status"] == "interrupted"
+    assert len(stored["payload"]["results"]) == doc["shapes_tried"]

@@ -12,9 +12,9 @@ Guide"; FORMULAS.md):
    nearby values whose tile count fills whole waves on the device's compute units; measured
    in order of that prior (wave efficiency, then size);
 3. refinement: a pattern search around the best shape, halving the step when no neighbour
-   gains more than `min_gain`; one restart from a runner-up region that scored within 3%;
-4. stop when the budget is spent, the search converges (improvement stalls), or every
-   candidate was measured.
+   gains more than `min_gain`;
+4. repeat 2-3 with twice as many levels per dimension; stop when a round gains less than
+   `min_gain` (improvement stalls), the budget is spent, or every candidate was measured.
 """
 
 from __future__ import annotations
@@ -124,11 +124,8 @@ def best_wave_efficiency(m: int, n: int, hints: SearchHints) -> float:
 class SearchPolicy:
     """Knobs of the directed search (defaults suit GPUs and CPUs alike)."""
 
-    coarse_levels: int = 4
-    coarse_share: float = 0.5  # at most this share of the budget for the coarse phase
+    coarse_levels: int = 4  # levels per dimension in the first round (doubled each round)
     min_gain: float = 0.005  # a move must gain 0.5% (more than timing noise) to be taken
-    restarts: int = 1  # a second local search from the runner-up coarse region ...
-    restart_within: float = 0.03  # ... when it scored within 3% of the best
     wave_window: int = 3  # how many candidates either side a level may move to fill waves
     max_shapes: int | None = None
 
@@ -235,6 +232,7 @@ class _Directed:
         self.hints = hints
         self.policy = policy
         self.runner = runner
+        self.scored_index: dict[tuple[int, int, int], float | None] = {}
 
     def shape(self, idx: tuple[int, int, int]) -> Shape:
         return (self.dims[0][idx[0]], self.dims[1][idx[1]], self.dims[2][idx[2]])
@@ -259,10 +257,10 @@ class _Directed:
                         best = key
         return best[2], best[3]
 
-    def coarse(self) -> list[tuple[int, int, int]]:
+    def coarse(self, n_levels: int) -> list[tuple[int, int, int]]:
         """A Latin-square design over the levels (every pair of levels of any two dimensions
         appears once: L*L shapes, not L**3) plus the all-largest corner."""
-        levels = [_levels(d, self.policy.coarse_levels) for d in self.dims]
+        levels = [_levels(d, n_levels) for d in self.dims]
         count = max(len(lv) for lv in levels)
 
         def pick(d: int, i: int) -> int:
@@ -275,7 +273,7 @@ class _Directed:
 
     def measure_all(self, cands: list[tuple[int, int, int]]) -> None:
         for idx in sorted(cands, key=self.prior, reverse=True):
-            self.runner.run(self.shape(idx))
+            self.scored_index[idx] = self.runner.run(self.shape(idx))
 
     def score(self, idx: tuple[int, int, int]) -> float:
         value = self.runner.scores.get(self.shape(idx))
@@ -305,30 +303,28 @@ class _Directed:
                 return
             steps[:] = [max(1, s // 2) for s in steps]
 
+    def best_index(self) -> tuple[int, int, int] | None:
+        scored = [(v, i) for i, v in self.scored_index.items() if v is not None]
+        return max(scored)[1] if scored else None
+
     def run(self) -> None:
-        coarse = self.coarse()
-        budget = self.runner.budget_s
-        for idx in coarse:
-            if budget is not None and self.runner.elapsed() >= budget * self.policy.coarse_share:
-                break
-            self.runner.run(self.shape(idx))
-        measured = [i for i in coarse if self.shape(i) in self.runner.scores]
-        if not measured:
-            self.runner.run(self.shape(coarse[0]))
-            measured = [coarse[0]]
-        ranked = sorted(measured, key=self.score, reverse=True)
-        starts = [ranked[0]]
-        top = self.score(ranked[0])
-        for idx in ranked[1:]:
-            if len(starts) > self.policy.restarts or self.score(idx) < top * (
-                1 - self.policy.restart_within
-            ):
-                break
-            if all(max(abs(a - b) for a, b in zip(idx, s, strict=True)) > 1 for s in starts):
-                starts.append(idx)
-        for start in starts:
-            steps = [max(1, len(d) // (2 * max(1, self.policy.coarse_levels))) for d in self.dims]
-            self.refine(start, steps)
+        """Rounds of coarse design + refinement, each at twice the previous resolution, until a
+        round gains less than `min_gain` (stall), the budget runs out or nothing is left."""
+        n_levels = max(1, self.policy.coarse_levels)
+        finest = max(len(d) for d in self.dims)
+        previous = -1.0
+        while True:
+            self.measure_all(self.coarse(n_levels))
+            start = self.best_index()
+            if start is not None:
+                self.refine(start, [max(1, len(d) // (2 * n_levels)) for d in self.dims])
+            best = self.best_index()
+            now = -1.0 if best is None else self.score(best)
+            if previous > 0 and now <= previous * (1 + self.policy.min_gain):
+                return
+            if n_levels >= finest:
+                return
+            previous, n_levels = now, n_levels * 2
 
 
 def directed_search(

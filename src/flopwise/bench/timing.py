@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +58,10 @@ class IterationTimer:
         if iterations < 1:
             raise ValueError("iterations must be at least 1")
         if self.uses_events:
-            return self._time_events(fn, iterations, before_each)
+            try:
+                return self._time_events(fn, iterations, before_each)
+            except (RuntimeError, NotImplementedError, TypeError):
+                self.uses_events = False  # this backend's events cannot time: synchronise
         out: list[float] = []
         for _ in range(iterations):
             if before_each is not None:
@@ -99,7 +102,3 @@ def warm_up(fn: Callable[[], Any], seconds: float, sync: Callable[[], None]) -> 
             sync()
             if time.perf_counter() >= deadline:
                 return calls
-
-
-def fastest(values: Sequence[float]) -> float:
-    return min(values)

@@ -99,6 +99,8 @@ def test_matmul_table_output() -> None:
     r = run_cli(*MATMUL_TINY)
     assert r.returncode == 0, r.stderr
     assert "max TFLOPS" in r.stdout and "stored as result" in r.stdout
+    listed = run_cli("results", "list")
+    assert listed.returncode == 0 and "TFLOPS" in listed.stdout
 
 
 @pytest.mark.parametrize(
@@ -194,10 +196,37 @@ def test_ctrl_c_prints_and_stores_the_partial_run(tmp_path: Path) -> None:
 
     db = tmp_path / "r.sqlite"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "flopwise", "bench", "matmul", "--device", "cpu", "--search",
-         "grid", "--m-range", "64", "2048", "64", "--n-range", "64", "2048", "64", "--k", "512",
-         "--iterations", "2", "--warmup", "0", "--json", "--db", str(db)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "flopwise",
+            "bench",
+            "matmul",
+            "--device",
+            "cpu",
+            "--search",
+            "grid",
+            "--m-range",
+            "64",
+            "2048",
+            "64",
+            "--n-range",
+            "64",
+            "2048",
+            "64",
+            "--k",
+            "512",
+            "--iterations",
+            "2",
+            "--warmup",
+            "0",
+            "--json",
+            "--db",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     time.sleep(8)  # torch imported, measuring: the 1,024-shape grid takes far longer than this
     proc.send_signal(signal.SIGINT)
@@ -205,7 +234,8 @@ def test_ctrl_c_prints_and_stores_the_partial_run(tmp_path: Path) -> None:
     assert proc.returncode == 130, err
     doc = json.loads(out)
     assert doc["status"] == "interrupted" and 0 < doc["shapes_tried"] < 1024
-    stored = json.loads(run_cli("results", "show", str(doc["result_id"]), "--db", str(db),
-                                "--json").stdout)
+    stored = json.loads(
+        run_cli("results", "show", str(doc["result_id"]), "--db", str(db), "--json").stdout
+    )
     assert stored["status"] == "interrupted"
     assert len(stored["payload"]["results"]) == doc["shapes_tried"]

@@ -16,8 +16,13 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     monkeypatch.setenv("FLOPWISE_HOME", str(home))
     from flopwise.catalog import accelerators, models, systems
 
-    caches = (accelerators.load_accelerators, accelerators._alias_index, models.load_model_index,
-              models._alias_index, systems.load_systems)
+    caches = (
+        accelerators.load_accelerators,
+        accelerators._alias_index,
+        models.load_model_index,
+        models._alias_index,
+        systems.load_systems,
+    )
     for c in caches:
         c.cache_clear()
     yield home
@@ -25,7 +30,9 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
         c.cache_clear()
 
 
-def run_cli(*args: str, env_home: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, env_home: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """Run `python -m flopwise ARGS` in a subprocess (real exit codes, real stdout/stderr)."""
     import os
 
@@ -33,6 +40,9 @@ def run_cli(*args: str, env_home: Path | None = None, timeout: float = 120) -> s
     if env_home is not None:
         env["FLOPWISE_HOME"] = str(env_home)
     return subprocess.run(
-        [sys.executable, "-m", "flopwise", *args], capture_output=True, text=True,
-        timeout=timeout, env=env,
+        [sys.executable, "-m", "flopwise", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
     )

@@ -7,6 +7,8 @@ from flopwise.catalog import get_accelerator, get_system, load_accelerators, loa
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware, hardware_from_catalog
 from flopwise.plan.first_order import FirstOrderTrainPlan, first_order_train
+from flopwise.plan.infer import DraftConfig, InferJob, InferPlan, plan_inference
+from flopwise.plan.train import Layout, LayoutConstraints, TrainJob, TrainPlan, plan_training
 from flopwise.results import ResultStore
 from flopwise.workload import (
     ModelSpec,
@@ -22,13 +24,20 @@ from flopwise.workload.report import ModelReport, describe_model
 __version__ = "0.1.0"
 
 __all__ = [
+    "DraftConfig",
     "FirstOrderTrainPlan",
     "FlopwiseError",
     "Hardware",
+    "InferJob",
+    "InferPlan",
+    "Layout",
+    "LayoutConstraints",
     "ModelReport",
     "ModelSpec",
     "ParamCounts",
     "ResultStore",
+    "TrainJob",
+    "TrainPlan",
     "__version__",
     "count_params",
     "describe_model",
@@ -40,6 +49,8 @@ __all__ = [
     "load_accelerators",
     "load_model",
     "load_systems",
+    "plan_inference",
+    "plan_training",
     "spec_from_config",
     "train_flops_per_token",
 ]

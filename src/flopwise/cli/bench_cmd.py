@@ -9,6 +9,8 @@ from typing import Any
 BENCH_MODULES: tuple[str, ...] = (
     "flopwise.cli.bench_matmul_cmd",
     "flopwise.cli.bench_memory_cmd",
+    "flopwise.cli.bench_comms_cmd",
+    "flopwise.cli.bench_io_cmd",
 )
 
 

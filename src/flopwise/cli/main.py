@@ -14,7 +14,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "flopwise.cli.catalog_cmd",
     "flopwise.cli.model_cmd",
     "flopwise.cli.plan_cmd",
+    "flopwise.cli.validate_cmd",
     "flopwise.cli.bench_cmd",
+    "flopwise.cli.check_cmd",
     "flopwise.cli.results_cmd",
 )
 

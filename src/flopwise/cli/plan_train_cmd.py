@@ -1,18 +1,36 @@
-"""`flopwise plan train`."""
+"""`flopwise plan train`: the training planner (layout search, memory, step time, cost).
+
+With ``--mfu X`` it falls back to the first-order estimate (time = FLOPs / (GPUs x peak x MFU)).
+Exit status: 0 with a plan that fits, 1 when nothing fits (the output says why and what would),
+2 on bad input.
+"""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from flopwise.cli._args import add_json, fraction, non_negative_float, positive_int, tokens, typed
+from flopwise.cli._args import (
+    add_db,
+    add_json,
+    fraction,
+    non_negative_float,
+    positive_int,
+    tokens,
+    typed,
+)
+
+#: Default global batch when none is given: 4Mi tokens (Llama 2's 4M-token batch).
+DEFAULT_BATCH_TOKENS = 4 * 2**20
 
 
 def register(psub: Any) -> None:
     t = psub.add_parser(
         "train",
-        help="training time, GPU-hours, cost and memory",
-        description="Estimate training time, GPU-hours, cost and memory per GPU for MODEL.",
+        help="training layout, memory, step time, MFU, days and cost",
+        description="Plan training MODEL on GPUs: search the parallel layout (any layout flag "
+        "left out is searched), then report memory and step-time breakdowns, MFU, days, "
+        "GPU-hours and cost. Exit 1 when nothing fits.",
     )
     t.add_argument(
         "model", metavar="MODEL", help="catalog id, alias, HF repo name or config.json path"
@@ -40,14 +58,87 @@ def register(psub: Any) -> None:
         metavar="N",
         help="sequence length (default: min(context, 4096))",
     )
+    batch = t.add_mutually_exclusive_group()
+    batch.add_argument(
+        "--global-batch-seqs", type=positive_int, metavar="N", help="sequences per optimizer step"
+    )
+    batch.add_argument(
+        "--global-batch-tokens",
+        type=typed(tokens),
+        metavar="N",
+        help="tokens per optimizer step (default 4Mi), e.g. 4M, 16M",
+    )
     t.add_argument(
-        "--dtype", default="bf16", choices=("bf16", "fp16", "fp8"), help="GEMM dtype (default bf16)"
+        "--dtype",
+        default="bf16",
+        choices=("bf16", "fp16", "fp8"),
+        help="GEMM dtype (default bf16; fp8 needs an accelerator with fp8)",
+    )
+    t.add_argument(
+        "--recipe",
+        metavar="NAME",
+        help="training-state recipe (default bf16-adam, fp8-adam for --dtype fp8)",
+    )
+    t.add_argument("--system", metavar="ID", help="node type (see flopwise catalog systems)")
+    t.add_argument(
+        "--gpus-per-node",
+        type=positive_int,
+        metavar="N",
+        help="GPUs per node (default: the system's)",
+    )
+    g = t.add_argument_group("layout (any left out is searched)")
+    for name, help_ in (
+        ("tp", "tensor-parallel degree"),
+        ("pp", "pipeline-parallel degree"),
+        ("dp", "data-parallel degree"),
+        ("cp", "context-parallel degree"),
+        ("ep", "expert-parallel degree (MoE)"),
+        ("vpp", "virtual pipeline stages per GPU (interleaved 1F1B)"),
+        ("microbatch", "sequences per microbatch"),
+    ):
+        g.add_argument(f"--{name}", type=positive_int, metavar="N", help=help_)
+    g.add_argument(
+        "--recompute", choices=("none", "selective", "full"), help="activation recompute"
+    )
+    g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), help="ZeRO stage over DP (x CP)")
+    g.add_argument(
+        "--sequence-parallel",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="shard norms/residuals over TP (Korthikanti et al. 2022)",
+    )
+    t.add_argument(
+        "--attention",
+        choices=("flash", "flash2", "unfused"),
+        default="flash",
+        help="attention kernel (default: the best fused kernel for the accelerator)",
+    )
+    t.add_argument(
+        "--tp-comm-overlap",
+        action="store_true",
+        help="TP collectives overlap GEMMs (Transformer Engine userbuffers)",
+    )
+    t.add_argument(
+        "--pp-comm-overlap",
+        action="store_true",
+        help="pipeline sends overlap compute (Megatron-Core overlap_p2p_comm)",
+    )
+    t.add_argument(
+        "--ep-comm-overlap",
+        action="store_true",
+        help="expert all-to-alls overlap another microbatch's compute (DeepSeek DualPipe)",
+    )
+    t.add_argument(
+        "--objective",
+        choices=("time", "cost"),
+        default="time",
+        help="rank layouts by step time, or by GPU-hours (may use fewer GPUs)",
     )
     t.add_argument(
         "--mfu",
         type=typed(fraction),
         metavar="X",
-        help="assumed MFU for the first-order estimate (default 0.40)",
+        help="skip the model: first-order estimate at this assumed MFU",
     )
     t.add_argument(
         "--price-per-gpu-hour",
@@ -55,30 +146,89 @@ def register(psub: Any) -> None:
         metavar="USD",
         help="price per GPU-hour for the cost",
     )
+    t.add_argument(
+        "--measured",
+        nargs="?",
+        const="latest",
+        metavar="ID|latest",
+        help="use stored benchmark results for this accelerator",
+    )
+    add_db(t)
     add_json(t)
     t.set_defaults(func=run_train)
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from flopwise.hardware import hardware_from_catalog
-    from flopwise.plan.first_order import DEFAULT_MFU, first_order_train
+    from flopwise.errors import FlopwiseError
+    from flopwise.results.measured import hardware_for
     from flopwise.workload.hf import load_model
 
     model = load_model(args.model)
-    hw = hardware_from_catalog(args.accelerator)
-    if args.seq_len and args.seq_len > model.max_seq_len:
-        from flopwise.errors import FlopwiseError
-
+    hw = hardware_for(args.accelerator, args.system, args.measured, args.db)
+    seq = args.seq_len or min(model.max_seq_len, 4096)
+    if seq > model.max_seq_len:
         raise FlopwiseError(
-            f"--seq-len {args.seq_len} exceeds {model.name}'s context of {model.max_seq_len} tokens"
+            f"--seq-len {seq} exceeds {model.name}'s context of {model.max_seq_len} tokens"
         )
+    if args.mfu is not None:
+        return _first_order(args, model, hw, seq)
+    from flopwise.plan.train import LayoutConstraints, TrainJob, plan_training
+
+    if args.global_batch_seqs:
+        gbs = args.global_batch_seqs
+    else:
+        batch_tokens = args.global_batch_tokens or DEFAULT_BATCH_TOKENS
+        gbs = max(int(batch_tokens) // seq, 1)
+    job = TrainJob(
+        gpus=args.gpus,
+        seq_len=seq,
+        global_batch_seqs=gbs,
+        tokens=args.tokens,
+        dtype=args.dtype,
+        recipe=args.recipe,
+        gpus_per_node=args.gpus_per_node,
+        price_per_gpu_hour=args.price_per_gpu_hour,
+        objective=args.objective,
+        attention=args.attention,
+        tp_comm_overlap=args.tp_comm_overlap,
+        pp_comm_overlap=args.pp_comm_overlap,
+        ep_comm_overlap=args.ep_comm_overlap,
+    )
+    cons = LayoutConstraints(
+        tp=args.tp,
+        pp=args.pp,
+        dp=args.dp,
+        cp=args.cp,
+        ep=args.ep,
+        vpp=args.vpp,
+        microbatch=args.microbatch,
+        recompute=args.recompute,
+        zero=args.zero,
+        sequence_parallel=args.sequence_parallel,
+    )
+    plan = plan_training(model, hw, job, cons)
+    doc = plan.to_dict()
+    if args.json:
+        from flopwise.present.jsonout import emit
+
+        emit(doc)
+    else:
+        from flopwise.present.train_view import show_train_plan
+
+        show_train_plan(doc)
+    return 1 if plan.fits is False else 0
+
+
+def _first_order(args: argparse.Namespace, model: Any, hw: Any, seq: int) -> int:
+    from flopwise.plan.first_order import first_order_train
+
     plan = first_order_train(
         model,
         hw,
         gpus=args.gpus,
         tokens=args.tokens,
-        seq_len=args.seq_len,
-        mfu=args.mfu or DEFAULT_MFU,
+        seq_len=seq,
+        mfu=args.mfu,
         dtype=args.dtype,
         price_per_gpu_hour=args.price_per_gpu_hour,
     )

@@ -36,3 +36,37 @@ SCALEOUT_LINK_FRACTION = 0.90
 #: ~10 us inside an NVLink node and ~20-30 us across InfiniBand nodes (nccl-tests, 8 B rows).
 SCALEUP_ALPHA_S = 10e-6
 SCALEOUT_ALPHA_S = 25e-6
+
+#: FlashAttention-style fused attention, achievable fraction of the dense 16-bit peak for the
+#: causal attention core (QK^T, softmax, PV), forward and backward. FlashAttention-2 (Dao 2023,
+#: arXiv:2307.08691 §4.1) reaches "up to 73% of the theoretical maximum FLOPs/s" forward and
+#: "up to 63%" backward on A100; FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608) reaches
+#: 740 TFLOPS = 75% of H100 peak forward, and its backward runs 1.5-1.75x FA2's. Causal
+#: masking and head_dim 128 at 2-8K tokens sit below the headline: we use 0.60 and 0.50.
+ATTENTION_FWD_FRACTION = 0.60
+ATTENTION_BWD_FRACTION = 0.50
+
+#: The FLOPs a FlashAttention backward pass executes, as a multiple of the forward's: it
+#: recomputes the scores, so 5 matmuls instead of 2 (FlashAttention-2 paper §4.1 counts
+#: backward FLOPs as 2.5x forward).
+ATTENTION_BWD_FLOP_FACTOR = 2.5
+
+#: FlashAttention-2 kernels on Hopper and newer GPUs cannot use wgmma/TMA and reach about 35%
+#: of H100 peak (FlashAttention-3 paper, arXiv:2407.08608 §1: "FlashAttention-2 achieves only
+#: 35% utilization on H100"); its backward sits lower still (their Fig. 6: ~30%). Used for runs
+#: that name FlashAttention-2 (or earlier) as their kernel on these accelerators.
+FA2_ON_HOPPER_FWD_FRACTION = 0.35
+FA2_ON_HOPPER_BWD_FRACTION = 0.30
+
+#: Accelerator id prefixes of Hopper-and-newer NVIDIA GPUs, where FA2 kernels fall short.
+HOPPER_OR_NEWER_PREFIXES: tuple[str, ...] = (
+    "h100",
+    "h200",
+    "h800",
+    "h20",
+    "gh200",
+    "b200",
+    "b300",
+    "gb200",
+    "gb300",
+)

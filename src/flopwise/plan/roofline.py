@@ -45,11 +45,14 @@ def achievable_matmul_tflops(hw: Hardware, dtype: str) -> float:
     return hw.peak(dtype) * GEMM_FRACTION_WITHOUT_MAMF
 
 
-def gemm_shape_efficiency(m: int, n: int, hw: Hardware, tile: int = GEMM_TILE) -> float:
+def gemm_shape_efficiency(
+    m: int, n: int, hw: Hardware, tile: int = GEMM_TILE, batch: int = 1
+) -> float:
     """Tile and wave quantization: useful fraction of the work the GPU actually schedules.
 
-    tiles = ceil(M/T)*ceil(N/T); waves = ceil(tiles/SMs); efficiency = useful MN area over
-    scheduled area, times tiles/(waves*SMs) (NVIDIA Matrix Multiplication Background guide).
+    tiles = batch*ceil(M/T)*ceil(N/T); waves = ceil(tiles/SMs); efficiency = useful MN area
+    over scheduled area, times tiles/(waves*SMs) (NVIDIA Matrix Multiplication Background
+    guide). A batched GEMM schedules the tiles of all its members in one grid.
     """
     if m <= 0 or n <= 0:
         raise FlopwiseError(f"GEMM dimensions must be positive, got m={m} n={n}")
@@ -58,7 +61,7 @@ def gemm_shape_efficiency(m: int, n: int, hw: Hardware, tile: int = GEMM_TILE) -
     units = hw.compute_units
     if not units:
         return tile_eff
-    tiles = tm * tn
+    tiles = tm * tn * max(batch, 1)
     waves = math.ceil(tiles / units)
     return tile_eff * tiles / (waves * units)
 
@@ -85,7 +88,7 @@ def gemm_time_s(
 ) -> float:
     """Time of `batch` GEMMs (m x k) @ (k x n): the slower of compute and memory, plus launch."""
     flops = 2.0 * m * n * k * batch
-    rate = achievable_matmul_tflops(hw, dtype) * TERA * gemm_shape_efficiency(m, n, hw)
+    rate = achievable_matmul_tflops(hw, dtype) * TERA * gemm_shape_efficiency(m, n, hw, batch=batch)
     a = DTYPE_BYTES[dtype]
     w = DTYPE_BYTES[weight_dtype or dtype]
     moved = batch * (m * k * a + k * n * w + m * n * a)

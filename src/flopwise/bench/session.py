@@ -1,0 +1,174 @@
+"""A running job as flopwise sees it: every rank's identity, plus barriers that name laggards.
+
+The rendezvous store (TCPStore) carries what each rank announces and how far it got, so a
+failure can be explained even when the process group itself is broken.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from flopwise.errors import FlopwiseError
+
+if TYPE_CHECKING:
+    from flopwise.bench.dist import DistEnv
+
+#: After a failure, how long to wait for slower peers to record their progress before naming
+#: the ranks that are missing.
+NAMING_GRACE_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class RankInfo:
+    """What each rank tells the others when the session starts."""
+
+    rank: int
+    host: str
+    node_key: str
+    local_rank: int
+    pid: int
+    device: str
+    device_name: str
+
+
+@dataclass
+class Session:
+    """An initialised process group plus the store, with timeouts that name missing ranks."""
+
+    env: DistEnv
+    backend: str
+    device: str  # torch device string, e.g. 'cpu' or 'cuda:1'
+    timeout_s: float
+    store: Any
+    ranks: list[RankInfo] = field(default_factory=list)
+    _phase: int = 0
+
+    @property
+    def rank(self) -> int:
+        return self.env.rank
+
+    @property
+    def world_size(self) -> int:
+        return self.env.world_size
+
+    def store_barrier(self, what: str) -> None:
+        """Every rank arrives or, after the timeout, a FlopwiseError names those that did not."""
+        self._phase += 1
+        keys = [f"arrive/{self._phase}/{r}" for r in range(self.world_size)]
+        try:
+            self.store.set(keys[self.rank], what)
+        except Exception as exc:
+            raise self.store_lost(exc) from None
+        try:
+            self.store.wait(keys, timedelta(seconds=self.timeout_s))
+        except Exception as exc:
+            try:
+                missing = [r for r, k in enumerate(keys) if not self.store.check([k])]
+            except Exception:
+                raise self.store_lost(exc) from None
+            raise FlopwiseError(
+                f"rank {self.rank}: {self.describe(missing)} did not reach {what} within "
+                f"{self.timeout_s:g}s (dead, hung or unreachable)"
+            ) from None
+
+    def get_json(self, key: str) -> Any:
+        """A value another rank stored (it must exist), or a one-line error if the store is gone."""
+        try:
+            return json.loads(self.store.get(key).decode())
+        except Exception as exc:
+            raise self.store_lost(exc) from None
+
+    def mark(self, what: str) -> None:
+        """Record this rank's progress so a failure elsewhere can name who fell behind."""
+        try:
+            self.store.set(f"progress/{self.rank}", what)
+        except Exception as exc:
+            raise self.store_lost(exc) from None
+
+    def _has(self, key: str) -> bool:
+        try:
+            return bool(self.store.check([key]))
+        except Exception:
+            return False
+
+    def laggards(self, expected: str) -> list[int]:
+        """Ranks whose recorded progress is not `expected` (after a short grace period)."""
+        deadline = time.monotonic() + NAMING_GRACE_S
+        while True:
+            behind = []
+            for r in range(self.world_size):
+                key = f"progress/{r}"
+                value = self.store.get(key).decode() if self.store.check([key]) else None
+                if value != expected:
+                    behind.append(r)
+            if not behind or time.monotonic() > deadline:
+                return behind
+            time.sleep(0.05)
+
+    def describe(self, ranks: Sequence[int]) -> str:
+        """'rank 1 (host a, local rank 1, pid 42)' for each rank, from what they announced."""
+        if not ranks:
+            return "no rank"
+        known = {i.rank: i for i in self.ranks}
+        parts = []
+        for r in ranks:
+            i = known.get(r)
+            parts.append(
+                f"rank {r} (host {i.host}, local rank {i.local_rank}, pid {i.pid})"
+                if i
+                else f"rank {r}"
+            )
+        return ("ranks " if len(parts) > 1 else "") + ", ".join(parts)
+
+    def collective_failed(self, what: str, exc: BaseException) -> FlopwiseError:
+        """Turn a backend error into one line naming the ranks that did not get this far."""
+        first = first_sentence(exc)
+        try:
+            behind = self.laggards(what)
+        except Exception:
+            return self.store_lost(exc)
+        behind = [r for r in behind if r != self.rank]
+        who = f"{self.describe(behind)} did not reach it" if behind else "a peer failed during it"
+        return FlopwiseError(
+            f"rank {self.rank}: {what} failed after at most {self.timeout_s:g}s: {who} "
+            f"(dead, hung or unreachable); backend said: {first}"
+        )
+
+    def store_lost(self, exc: BaseException) -> FlopwiseError:
+        return FlopwiseError(
+            f"rank {self.rank}: lost the rendezvous store at {self.env.master_addr}:"
+            f"{self.env.master_port} (rank 0 or the launcher died): {first_sentence(exc)}"
+        )
+
+    def hosts(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for info in self.ranks:
+            out.setdefault(info.host, []).append(info.rank)
+        return out
+
+    def nodes(self) -> list[list[int]]:
+        """Ranks grouped by node, nodes in order of their lowest rank."""
+        out: dict[str, list[int]] = {}
+        for info in sorted(self.ranks, key=lambda i: i.rank):
+            out.setdefault(info.node_key, []).append(info.rank)
+        return list(out.values())
+
+
+_BOILERPLATE = ("This is typically", "Check the logs", "GLHF")
+
+
+def first_sentence(exc: BaseException) -> str:
+    """The backend's message without its source location and boilerplate advice."""
+    text = str(exc).strip()
+    if not text:
+        return type(exc).__name__
+    text = re.sub(r"^\[[^\]]*\]\s*", "", text.splitlines()[0])
+    sentences = re.split(r"(?<=[a-z0-9])\. ", text)
+    kept = [x for x in sentences if not x.startswith(_BOILERPLATE)]
+    return ". ".join(kept or sentences[:1]).rstrip(" .")[:200]

@@ -1,0 +1,100 @@
+"""``--batch max``: steady-state continuous batching at the given lengths.
+
+With paged KV, a running sequence holds on average input + output/2 tokens, so the concurrency
+that fits is (usable memory - weights - workspace - reserve) / KV of that mean sequence, capped by
+the engine's max_num_seqs. In steady state each of B running sequences finishes after
+output_len steps, so B/output_len new requests join per step and their prompts (B x input /
+output tokens) are prefilled in the same forward passes as the decode tokens (chunked prefill
+interleaved with decode, as vLLM, SGLang and TensorRT-LLM's in-flight batching do). Output
+throughput is B / step time; TTFT is the service time of a new prompt without queueing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from flopwise.errors import FlopwiseError
+from flopwise.plan.infer.memory import MemoryPlan, plan_memory
+from flopwise.plan.infer.planner import (
+    Context,
+    InferPlan,
+    assumptions_for,
+    decode_phase,
+    fit_suggestion,
+    prefill_phase,
+    utilisation,
+)
+
+
+def continuous_memory(ctx: Context, batch: int) -> MemoryPlan:
+    job = ctx.job
+    prefill_per_step = batch * job.input_len / job.output_len
+    return plan_memory(
+        ctx.shard,
+        ctx.engine,
+        ctx.hw.memory_bytes,
+        batch,
+        job.input_len + job.output_len,
+        batch + prefill_per_step,
+        ctx.rates.act_bytes,
+        kv_tokens_per_seq=job.input_len + job.output_len / 2.0,
+    )
+
+
+def max_concurrency(ctx: Context) -> int:
+    """Largest number of running sequences that fit (and the engine allows)."""
+    if ctx.hw.memory_bytes is None:
+        raise FlopwiseError(
+            f"{ctx.hw.id} has no known memory size; --batch max needs it (give --batch N)"
+        )
+    probe = continuous_memory(ctx, 1)
+    best = probe.max_batch or 0
+    # the workspace grows with the batch's prefill share: step down until it truly fits
+    while best > 0 and not continuous_memory(ctx, best).fits:
+        best = max(0, int(best * 0.98))
+    if ctx.engine.max_num_seqs is not None:
+        best = min(best, ctx.engine.max_num_seqs)
+    return best
+
+
+def plan_continuous(ctx: Context) -> InferPlan:
+    job = ctx.job
+    batch = max_concurrency(ctx)
+    if batch < 1:
+        raise FlopwiseError(fit_suggestion(ctx.spec, ctx.hw, job))
+    per_step = batch * job.input_len / job.output_len
+    step = decode_phase(ctx, batch, prefill_per_step=per_step)
+    # a new prompt is spread over the steps that carry its share of prefill
+    steps_for_prompt = max(1.0, job.output_len / batch)
+    ttft = max(step.time_s * steps_for_prompt, prefill_phase(ctx, 1).time_s)
+    tpot = step.time_s
+    e2e = ttft + (job.output_len - 1) * tpot
+    tok_s = batch / tpot * job.replicas
+    mfu, mbu, peak, bw = utilisation(ctx, batch, job.output_len * tpot, step)
+    plan = InferPlan(
+        model=ctx.spec.name,
+        accelerator=ctx.hw.id,
+        job=job,
+        mode="continuous",
+        batch=batch,
+        precision=ctx.precision,
+        engine=ctx.engine,
+        ttft_s=ttft,
+        tpot_s=tpot,
+        e2e_latency_s=e2e,
+        output_tokens_per_s=tok_s,
+        memory=replace(continuous_memory(ctx, batch), max_batch=batch),
+        prefill=prefill_phase(ctx, 1),
+        decode=step,
+        peak_bw_gbps=bw,
+        peak_tflops=peak,
+        mfu=mfu,
+        mbu=mbu,
+        assumptions=(
+            *assumptions_for(ctx),
+            f"continuous batching: {batch} running sequences holding input + output/2 tokens "
+            f"of paged KV on average, {per_step:,.0f} prompt tokens prefilled per step; "
+            "TTFT excludes queueing",
+        ),
+    )
+    return replace(plan, extras={"prefill_tokens_per_step": per_step})

@@ -1,0 +1,192 @@
+"""Inference-specific constants: one profile per serving-engine class, each value with its source.
+
+The shared hardware knobs (MAMF, achievable HBM bandwidth, collective alpha/beta, kernel launch)
+live in ``flopwise.plan.efficiency`` and are used as they are. What differs between serving
+engines is the software around the kernels: host time per step (scheduling, sampling, input
+preparation), how close their decode-attention kernels get to the memory roofline, how close
+their prefill attention gets to the GEMM ceiling, their small-message all-reduce and how much
+device memory they take for themselves. Those are the few named constants below. They were set
+from the engines' own documentation and kernel benchmarks (cited per value), never tuned to a
+single published serving row; ``flopwise.validate.inference`` reports how well they do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from flopwise.errors import unknown
+from flopwise.units import GIB
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EngineProfile:
+    """What a class of serving engine adds to (or takes from) the kernel roofline."""
+
+    name: str
+    #: Host/runtime time per decode step that the GPU does not hide (scheduler, sampling,
+    #: detokenisation hand-off, input tensors), seconds.
+    step_overhead_s: float
+    #: Host/runtime time per prefill (context) pass, seconds: request enqueue, input copies,
+    #: first-token sampling and copy back; about 1-3 ms in the engines' own batch-1 tables.
+    prefill_overhead_s: float
+    #: Fraction of achievable (STREAM-like) HBM bandwidth that decode attention reaches. Decode
+    #: attention is a streaming read of the KV cache; FlashInfer's and TensorRT-LLM's XQA
+    #: kernels approach streaming bandwidth at large batch x context (FlashInfer blog 2024-02,
+    #: bandwidth-utilisation plots), vLLM's PagedAttention v1/v2 kernels less so.
+    decode_attention_bw_fraction: float
+    #: Fraction of the GEMM ceiling (MAMF) that causal prefill attention reaches.
+    prefill_attention_fraction: float
+    #: Fraction of the GEMM ceiling (MAMF) that a transformer layer's 16-bit GEMM shapes reach:
+    #: MAMF is the best shape of a sweep; layer shapes land a few to ~10% below it.
+    gemm_fraction: float
+    #: Fraction of the GEMM ceiling (MAMF) that the engine's fp8 GEMMs reach (per-tensor scaled
+    #: fp8 GEMMs with epilogues fall short of a tuned square-GEMM benchmark).
+    fp8_gemm_fraction: float
+    #: Latency of one small-message (one-shot) all-reduce inside an NVLink domain, seconds.
+    allreduce_latency_s: float
+    #: Fraction of device memory the engine lets itself use (the rest is left to the runtime).
+    memory_fraction: float
+    #: Largest number of sequences the scheduler runs at once by default (None: no cap).
+    max_num_seqs: int | None
+    #: Tokens one forward pass processes at most (prefill chunk); sizes the activation workspace.
+    max_num_tokens: int
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "step_overhead_s": self.step_overhead_s,
+            "prefill_overhead_s": self.prefill_overhead_s,
+            "decode_attention_bw_fraction": self.decode_attention_bw_fraction,
+            "prefill_attention_fraction": self.prefill_attention_fraction,
+            "gemm_fraction": self.gemm_fraction,
+            "fp8_gemm_fraction": self.fp8_gemm_fraction,
+            "allreduce_latency_s": self.allreduce_latency_s,
+            "memory_fraction": self.memory_fraction,
+            "max_num_seqs": self.max_num_seqs,
+            "max_num_tokens": self.max_num_tokens,
+            "source": self.source,
+        }
+
+
+#: Memory a process holds outside the engine's tensors: CUDA context (~0.5 GiB on Hopper),
+#: cuBLAS/cuBLASLt workspaces and NCCL buffers. vLLM's start-up profile reports this as
+#: "non-torch memory", typically 0.5-1.5 GiB per GPU; 1 GiB.
+RUNTIME_RESERVED_BYTES = 1.0 * GIB
+
+#: Elementwise kernels per layer left after fusion (norms, rotary embedding, residual adds, the
+#: gated activation); each costs a launch plus its bytes. Production engines fuse norms with
+#: residual adds and rotary with the QKV epilogue, leaving about four per layer.
+ELEMENTWISE_KERNELS_PER_LAYER = 4
+
+#: Live activation elements per token per layer, in units of `hidden` (residual stream, normed
+#: input, attention output, MLP input and output): sizes the transient workspace.
+ACTIVATION_HIDDEN_BUFFERS = 4
+
+#: Smoothing of the roofline corner for GEMMs. max(compute, memory) assumes compute and memory
+#: traffic overlap perfectly; near the ridge point (short prefills, decode at ~100-300 rows) real
+#: kernels fall below both roofs (Williams, Waterman & Patterson 2009, "Roofline", CACM 52(4):
+#: the roof is an upper bound). Time = roofline x (1 + r^p)^(1/p), r = the ratio of the smaller
+#: to the larger of FLOP time and memory time: 2^(1/3) = 1.26x at the ridge, < 2% once one side is
+#: 3x the other. Larger p = sharper corner (p -> inf is the ideal roofline).
+RIDGE_SMOOTHING_P = 3.0
+
+#: Bytes of all-reduced activations per element: engines reduce in bf16/fp16 even with fp8 GEMMs
+#: (TensorRT-LLM and vLLM custom all-reduce kernels operate on 16-bit tensors).
+ALLREDUCE_ELEMENT_BYTES = 2.0
+
+_TRTLLM_SRC = (
+    "TensorRT-LLM docs (C++ runtime with CUDA graphs: per-step host time is sub-millisecond; "
+    "custom one-shot all-reduce for small messages; XQA decode-attention kernels; "
+    "kv_cache_free_gpu_mem_fraction default 0.9; max_num_tokens default 8192)"
+)
+_VLLM_SRC = (
+    "vLLM docs and v0.6 performance blog (2024-09: CPU scheduling/output processing was ~1-4 ms "
+    "of each step before multi-step scheduling; gpu_memory_utilization default 0.9; "
+    "max_num_seqs default 256; PagedAttention decode kernels)"
+)
+_SGLANG_SRC = (
+    "SGLang docs and v0.3/v0.4 release notes (overlapped CPU scheduler, FlashInfer decode "
+    "kernels, mem_fraction_static ~0.88, chunked_prefill_size 8192)"
+)
+
+ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
+    {
+        p.name: p
+        for p in (
+            EngineProfile(
+                name="generic",
+                step_overhead_s=1.0e-3,
+                prefill_overhead_s=1.5e-3,
+                decode_attention_bw_fraction=0.85,
+                prefill_attention_fraction=0.60,
+                gemm_fraction=0.90,
+                fp8_gemm_fraction=0.75,
+                allreduce_latency_s=15e-6,
+                memory_fraction=0.90,
+                max_num_seqs=None,
+                max_num_tokens=8192,
+                source="middle of the engine profiles below; no engine-specific fusion assumed",
+            ),
+            EngineProfile(
+                name="tensorrt-llm",
+                step_overhead_s=0.3e-3,
+                prefill_overhead_s=1.5e-3,
+                decode_attention_bw_fraction=0.95,
+                prefill_attention_fraction=0.65,
+                gemm_fraction=0.90,
+                fp8_gemm_fraction=0.75,
+                allreduce_latency_s=10e-6,
+                memory_fraction=0.90,
+                max_num_seqs=None,
+                max_num_tokens=8192,
+                source=_TRTLLM_SRC,
+            ),
+            EngineProfile(
+                name="vllm",
+                step_overhead_s=2.0e-3,
+                prefill_overhead_s=3.0e-3,
+                decode_attention_bw_fraction=0.80,
+                prefill_attention_fraction=0.60,
+                gemm_fraction=0.90,
+                fp8_gemm_fraction=0.75,
+                allreduce_latency_s=15e-6,
+                memory_fraction=0.90,
+                max_num_seqs=256,
+                max_num_tokens=8192,
+                source=_VLLM_SRC,
+            ),
+            EngineProfile(
+                name="sglang",
+                step_overhead_s=0.5e-3,
+                prefill_overhead_s=2.0e-3,
+                decode_attention_bw_fraction=0.90,
+                prefill_attention_fraction=0.60,
+                gemm_fraction=0.90,
+                fp8_gemm_fraction=0.75,
+                allreduce_latency_s=12e-6,
+                memory_fraction=0.88,
+                max_num_seqs=None,
+                max_num_tokens=8192,
+                source=_SGLANG_SRC,
+            ),
+        )
+    }
+)
+
+ENGINE_ALIASES: Mapping[str, str] = MappingProxyType(
+    {"trtllm": "tensorrt-llm", "trt-llm": "tensorrt-llm", "tensorrt_llm": "tensorrt-llm"}
+)
+
+
+def get_engine(name: str) -> EngineProfile:
+    """Engine profile by name ('generic', 'tensorrt-llm', 'vllm', 'sglang')."""
+    key = name.strip().lower()
+    key = ENGINE_ALIASES.get(key, key)
+    profile = ENGINES.get(key)
+    if profile is None:
+        raise unknown("engine", name, ENGINES)
+    return profile

@@ -1,0 +1,150 @@
+"""What to plan: the serving job (lengths, batch, layout, precision, engine) and its resolution.
+
+``InferJob`` is the frozen input of ``plan_inference``. ``Precision`` resolves the three dtypes a
+deployment uses: weights (stored and read), KV cache, and the GEMM input dtype. Weight-only
+quantization (int4/int8 weights, 16-bit activations) reads fewer bytes but computes in 16 bit;
+weight+activation quantization (fp8 on hardware with fp8 tensor cores, or int8 SmoothQuant when
+asked) also computes at the lower precision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from flopwise.errors import FlopwiseError
+from flopwise.hardware import Hardware
+from flopwise.workload.memory_bytes import normalize_dtype
+
+WEIGHT_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "int8", "int4")
+KV_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "int8")
+ACT_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "int8", "fp32")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InferJob:
+    """A serving job. ``batch=None`` asks for the steady-state maximum (continuous batching)."""
+
+    input_len: int = 1024
+    output_len: int = 256
+    batch: int | None = 1
+    tp: int = 1
+    pp: int = 1
+    replicas: int = 1  # data-parallel copies of the tp x pp group
+    weight_dtype: str = "bf16"
+    kv_dtype: str | None = None  # default: 16-bit (fp16 with fp16 weights, else bf16)
+    act_dtype: str | None = None  # default: see Precision.resolve
+    engine: str = "generic"
+    price_per_gpu_hour: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("input_len", "output_len", "tp", "pp", "replicas"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise FlopwiseError(f"{name} must be a positive integer, got {value!r}")
+        if self.batch is not None and (not isinstance(self.batch, int) or self.batch < 1):
+            raise FlopwiseError(f"batch must be a positive integer or 'max', got {self.batch!r}")
+        normalize_dtype(self.weight_dtype, WEIGHT_DTYPES)
+        if self.kv_dtype is not None:
+            normalize_dtype(self.kv_dtype, KV_DTYPES)
+        if self.act_dtype is not None:
+            normalize_dtype(self.act_dtype, ACT_DTYPES)
+        if self.price_per_gpu_hour is not None and self.price_per_gpu_hour < 0:
+            raise FlopwiseError(f"price per GPU-hour must be >= 0, got {self.price_per_gpu_hour}")
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.replicas
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "input_len": self.input_len,
+            "output_len": self.output_len,
+            "batch": "max" if self.batch is None else self.batch,
+            "tp": self.tp,
+            "pp": self.pp,
+            "replicas": self.replicas,
+            "gpus": self.gpus,
+            "weight_dtype": self.weight_dtype,
+            "kv_dtype": self.kv_dtype,
+            "act_dtype": self.act_dtype,
+            "engine": self.engine,
+            "price_per_gpu_hour": self.price_per_gpu_hour,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Precision:
+    weight: str
+    kv: str
+    act: str  # GEMM input dtype (the tensor-core rate used)
+    mode: str  # "16-bit" | "weight-only" | "weight+activation"
+    note: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "weight": self.weight,
+            "kv": self.kv,
+            "activation": self.act,
+            "mode": self.mode,
+            "note": self.note,
+        }
+
+
+def _has_rate(hw: Hardware, dtype: str) -> bool:
+    return dtype in hw.matmul_tflops or dtype in hw.peak_tflops
+
+
+def resolve_precision(job: InferJob, hw: Hardware) -> Precision:
+    """Weights, KV and GEMM dtypes for this job on this hardware (see the module docstring)."""
+    weight = normalize_dtype(job.weight_dtype, WEIGHT_DTYPES)
+    kv = normalize_dtype(job.kv_dtype, KV_DTYPES) if job.kv_dtype else None
+    if kv is None:
+        kv = "fp16" if weight == "fp16" else "bf16"
+    sixteen = "fp16" if weight == "fp16" else "bf16"
+    note = ""
+    if job.act_dtype:
+        act = normalize_dtype(job.act_dtype, ACT_DTYPES)
+    elif weight == "fp8" and "fp8" in hw.peak_tflops:
+        act = "fp8"
+    else:
+        act = weight if weight in ("bf16", "fp16") else sixteen
+    if not _has_rate(hw, act):
+        measured = sorted(hw.matmul_tflops)
+        if job.act_dtype or len(measured) != 1:
+            raise FlopwiseError(
+                f"{hw.id} has no matmul rate for {act} GEMMs; known: "
+                f"{', '.join(sorted(set(hw.matmul_tflops) | set(hw.peak_tflops))) or 'none'}"
+                " (pass --activation-dtype, or measure with flopwise bench matmul)"
+            )
+        note = f"GEMMs planned at the only measured rate ({measured[0]}) of {hw.id}"
+        act = measured[0]
+    if act == weight or (weight in ("bf16", "fp16") and act in ("bf16", "fp16", "fp32")):
+        mode = "16-bit" if weight in ("bf16", "fp16") else "weight+activation"
+    elif act in ("fp8", "int8"):
+        mode = "weight+activation"
+    else:
+        mode = "weight-only"
+    return Precision(weight=weight, kv=kv, act=act, mode=mode, note=note)
+
+
+def resolve_layout(
+    hw: Hardware, gpus: int | None, tp: int | None, pp: int | None
+) -> tuple[int, int, int]:
+    """(tp, pp, replicas) from --gpus/--tp/--pp. Defaults: tp fills the scale-up domain."""
+    pp = pp or 1
+    if tp is None:
+        if gpus is None:
+            tp = 1
+        else:
+            per_pp, rem = divmod(gpus, pp)
+            if rem or per_pp < 1:
+                raise FlopwiseError(f"--gpus {gpus} is not a multiple of --pp {pp}")
+            tp = min(per_pp, max(1, hw.scaleup_domain))
+    group = tp * pp
+    if gpus is None:
+        return tp, pp, 1
+    replicas, rem = divmod(gpus, group)
+    if rem or replicas < 1:
+        raise FlopwiseError(f"--gpus {gpus} is not a multiple of tp x pp = {tp} x {pp} = {group}")
+    return tp, pp, replicas

@@ -1,0 +1,310 @@
+"""Time of one forward pass on one GPU, op by op at the roofline of its arithmetic intensity.
+
+Every GEMM costs max(FLOPs / achievable GEMM rate x tile/wave efficiency, bytes / achievable
+bandwidth) plus a launch (as ``flopwise.plan.roofline.gemm_time_s``), attention costs the larger
+of its FLOPs and the KV bytes it reads, tensor-parallel all-reduces cost the cheaper of a ring
+and a one-shot/two-shot custom all-reduce, and the engine adds its host time per pass.
+
+The time is attributed to what bounds each op, so a breakdown always sums to the total:
+``weights_s`` (memory-bound GEMMs: reading weights), ``kv_s`` (memory-bound attention: reading
+the KV cache), ``compute_s`` (compute-bound ops), ``comm_s`` (all-reduces, pipeline sends) and
+``overhead_s`` (kernel launches and engine host time) and ``activations_s`` (memory-bound
+elementwise ops: norms, rotary, residual adds, the MLP activation).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from flopwise.hardware import Hardware
+from flopwise.plan.efficiency import GEMM_TILE, KERNEL_LAUNCH_S
+from flopwise.plan.infer.constants import (
+    ALLREDUCE_ELEMENT_BYTES,
+    ELEMENTWISE_KERNELS_PER_LAYER,
+    RIDGE_SMOOTHING_P,
+    EngineProfile,
+)
+from flopwise.plan.infer.shard import Shard, expected_distinct_experts
+from flopwise.plan.roofline import (
+    achievable_matmul_tflops,
+    collective_time_s,
+    gemm_shape_efficiency,
+    memory_bw_bytes_per_s,
+    tier_for,
+)
+from flopwise.units import GB, TERA
+from flopwise.workload.memory_bytes import DTYPE_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class Breakdown:
+    """Seconds by what bounds them, plus the bytes and FLOPs behind them (one GPU)."""
+
+    weights_s: float = 0.0
+    kv_s: float = 0.0
+    compute_s: float = 0.0
+    comm_s: float = 0.0
+    overhead_s: float = 0.0
+    activations_s: float = 0.0
+    weight_bytes: float = 0.0
+    kv_bytes: float = 0.0
+    flops: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        return (
+            self.weights_s
+            + self.kv_s
+            + self.compute_s
+            + self.comm_s
+            + self.overhead_s
+            + self.activations_s
+        )
+
+    def __add__(self, other: Breakdown) -> Breakdown:
+        return Breakdown(*(a + b for a, b in zip(self._values(), other._values(), strict=True)))
+
+    def scaled(self, factor: float) -> Breakdown:
+        return Breakdown(*(a * factor for a in self._values()))
+
+    def _values(self) -> tuple[float, ...]:
+        return (
+            self.weights_s,
+            self.kv_s,
+            self.compute_s,
+            self.comm_s,
+            self.overhead_s,
+            self.activations_s,
+            self.weight_bytes,
+            self.kv_bytes,
+            self.flops,
+        )
+
+    def to_dict(self, unit: float = 1e3) -> dict[str, float]:
+        """Times in ms by default."""
+        return {
+            "weights_read_ms": self.weights_s * unit,
+            "kv_read_ms": self.kv_s * unit,
+            "compute_ms": self.compute_s * unit,
+            "communication_ms": self.comm_s * unit,
+            "overhead_ms": self.overhead_s * unit,
+            "activations_ms": self.activations_s * unit,
+            "total_ms": self.total_s * unit,
+            "weight_bytes": self.weight_bytes,
+            "kv_bytes": self.kv_bytes,
+            "flops": self.flops,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """Achievable rates of one GPU for one deployment, computed once per plan."""
+
+    gemm_flops_s: float  # GEMM ceiling at the GEMM input dtype
+    attn_flops_s: float  # prefill attention ceiling (16-bit tensor cores x engine fraction)
+    bw_bytes_s: float  # achievable HBM bandwidth
+    kv_bw_bytes_s: float  # what decode attention reaches
+    act_bytes: float  # bytes per GEMM input element
+    weight_bytes: float  # bytes per weight element
+
+
+def make_rates(hw: Hardware, engine: EngineProfile, act_dtype: str, weight_dtype: str) -> Rates:
+    gemm = achievable_matmul_tflops(hw, act_dtype) * TERA
+    gemm *= engine.fp8_gemm_fraction if act_dtype == "fp8" else engine.gemm_fraction
+    attn_dtype = "bf16" if ("bf16" in hw.matmul_tflops or "bf16" in hw.peak_tflops) else act_dtype
+    attn = achievable_matmul_tflops(hw, attn_dtype) * TERA * engine.prefill_attention_fraction
+    bw = memory_bw_bytes_per_s(hw)
+    return Rates(
+        gemm_flops_s=gemm,
+        attn_flops_s=attn,
+        bw_bytes_s=bw,
+        kv_bw_bytes_s=bw * engine.decode_attention_bw_fraction,
+        act_bytes=DTYPE_BYTES[act_dtype],
+        weight_bytes=DTYPE_BYTES[weight_dtype],
+    )
+
+
+#: Row-tile sizes GEMM kernels choose from for a problem with few rows (CUTLASS tile shapes;
+#: mma.sync's smallest M is 16): decode GEMMs are not padded to 128 rows.
+_M_TILES = (16, 32, 64, GEMM_TILE)
+
+
+def shape_efficiency(m: int, n: int, k: int, hw: Hardware) -> float:
+    """Tile/wave efficiency as roofline.gemm_shape_efficiency, for inference-sized problems.
+
+    Two refinements for small M (decode): the row tile is the smallest of 16/32/64/128 that
+    covers M, and when there are fewer output tiles than SMs the kernel splits K across CTAs
+    (split-K / stream-K, NVIDIA CUTLASS docs), each split keeping at least four K tiles. For
+    M >= 128 with at least one full wave this is exactly the shared function.
+    """
+    if m >= GEMM_TILE and (
+        not hw.compute_units
+        or math.ceil(m / GEMM_TILE) * math.ceil(n / GEMM_TILE) >= hw.compute_units
+    ):
+        return gemm_shape_efficiency(m, n, hw)
+    tile_m = next(t for t in _M_TILES if t >= min(m, GEMM_TILE))
+    tm, tn = math.ceil(m / tile_m), math.ceil(n / GEMM_TILE)
+    tile_eff = (m * n) / (tm * tile_m * tn * GEMM_TILE)
+    units = hw.compute_units
+    if not units:
+        return tile_eff
+    tiles = tm * tn
+    splits = 1
+    if tiles < units:
+        splits = max(1, min(units // tiles, k // (4 * GEMM_TILE)))
+    work = tiles * splits
+    return tile_eff * work / (math.ceil(work / units) * units)
+
+
+def gemm(m: float, n: int, k: int, hw: Hardware, r: Rates, groups: float = 1.0) -> Breakdown:
+    """`groups` GEMMs (m x k) @ (k x n), as roofline.gemm_time_s, with the time attributed."""
+    if m <= 0 or groups <= 0:
+        return Breakdown()
+    mi = max(1, round(m))
+    flops = 2.0 * m * n * k * groups
+    compute = flops / (r.gemm_flops_s * shape_efficiency(mi, n, k, hw))
+    w_bytes = groups * k * n * r.weight_bytes
+    moved = groups * (m * k * r.act_bytes + m * n * r.act_bytes) + w_bytes
+    memory = moved / r.bw_bytes_s
+    # near the ridge point compute and memory traffic do not overlap perfectly: a p-norm of the
+    # FLOP-only compute time (no tile padding) and the memory time, on top of the roofline max
+    pure = flops / r.gemm_flops_s
+    ratio = min(pure, memory) / max(pure, memory)
+    slow = (1.0 + ratio**RIDGE_SMOOTHING_P) ** (1.0 / RIDGE_SMOOTHING_P)
+    if memory >= compute:
+        return Breakdown(
+            weights_s=memory * slow, overhead_s=KERNEL_LAUNCH_S, weight_bytes=w_bytes, flops=flops
+        )
+    return Breakdown(
+        compute_s=compute * slow, overhead_s=KERNEL_LAUNCH_S, weight_bytes=w_bytes, flops=flops
+    )
+
+
+def attention(flops: float, n_bytes: float, r: Rates, decode: bool) -> Breakdown:
+    """One attention kernel: bound by the KV cache it reads in decode, by FLOPs in prefill.
+
+    Decode moves `n_bytes` of KV cache; prefill (FlashAttention-style, tiles in SRAM) moves only
+    its Q, K, V and output activations, counted as activation traffic.
+    """
+    if flops <= 0:
+        return Breakdown()
+    compute = flops / r.attn_flops_s
+    if decode:
+        memory = n_bytes / r.kv_bw_bytes_s
+        if memory >= compute:
+            return Breakdown(kv_s=memory, overhead_s=KERNEL_LAUNCH_S, kv_bytes=n_bytes, flops=flops)
+        return Breakdown(
+            compute_s=compute, overhead_s=KERNEL_LAUNCH_S, kv_bytes=n_bytes, flops=flops
+        )
+    memory = n_bytes / r.bw_bytes_s
+    if memory >= compute:
+        return Breakdown(activations_s=memory, overhead_s=KERNEL_LAUNCH_S, flops=flops)
+    return Breakdown(compute_s=compute, overhead_s=KERNEL_LAUNCH_S, flops=flops)
+
+
+def allreduce_s(n_bytes: float, tp: int, hw: Hardware, engine: EngineProfile) -> float:
+    """One TP all-reduce: the cheapest of ring (NCCL) and one-/two-shot custom kernels."""
+    if tp <= 1 or n_bytes <= 0:
+        return 0.0
+    spans = tp > max(1, hw.scaleup_domain)
+    tier = tier_for(hw, tp, spans_nodes=spans)
+    ring = collective_time_s("all_reduce", n_bytes, tp, tier)
+    if spans:
+        return ring
+    bw = tier.bw_gbps * GB
+    one_shot = engine.allreduce_latency_s + (tp - 1) * n_bytes / bw
+    two_shot = 2 * engine.allreduce_latency_s + 2 * (tp - 1) / tp * n_bytes / bw
+    return min(ring, one_shot, two_shot)
+
+
+@dataclass(frozen=True, slots=True)
+class Pass:
+    """What one forward pass processes on one pipeline stage.
+
+    tokens: rows through the GEMMs. decode_seqs sequences each attend with decode_q query tokens
+    to decode_keys (full layers) / decode_keys_sliding (sliding layers) cached tokens.
+    prefill_pairs(_sliding): causal (query, key) pairs of prompt tokens in this pass.
+    """
+
+    tokens: float
+    decode_seqs: float = 0.0
+    decode_q: int = 1
+    decode_keys: float = 0.0
+    decode_keys_sliding: float = 0.0
+    prefill_tokens: float = 0.0
+    prefill_pairs: float = 0.0
+    prefill_pairs_sliding: float = 0.0
+    logits_rows: float = 0.0
+    all_experts: bool = False  # prefill reads every expert
+
+
+def _layer_attention(sh: Shard, p: Pass, r: Rates, sliding: bool) -> Breakdown:
+    s = sh.spec
+    keys = p.decode_keys_sliding if sliding else p.decode_keys
+    out = Breakdown()
+    if p.decode_seqs > 0 and keys > 0:
+        flops = p.decode_seqs * p.decode_q * keys * sh.attn_flops_per_key
+        kv = p.decode_seqs * keys * sh.kv_per_token_layer_bytes
+        out = out + attention(flops, kv, r, decode=True)
+    pairs = p.prefill_pairs_sliding if sliding else p.prefill_pairs
+    if pairs > 0:
+        flops = pairs * 2.0 * s.heads * (s.head_dim + s.v_head_dim) / sh.tp
+        qkvo = p.prefill_tokens * (sh.qkv_out + sh.o_in) * r.act_bytes
+        out = out + attention(flops, qkvo, r, decode=False)
+    return out
+
+
+def _mlp(sh: Shard, p: Pass, hw: Hardware, r: Rates, moe: bool) -> Breakdown:
+    s, m, h = sh.spec, p.tokens, sh.spec.hidden
+    if not moe:
+        return gemm(m, sh.mlp_up_out, h, hw, r) + gemm(m, h, sh.mlp_down_in, hw, r)
+    routed = m * s.experts_per_token
+    distinct = (
+        float(s.experts)
+        if p.all_experts
+        else expected_distinct_experts(s.experts, s.experts_per_token, m)
+    )
+    per_expert = routed / distinct
+    out = gemm(m, s.experts, h, hw, r)  # router
+    out = out + gemm(per_expert, sh.expert_up_out, h, hw, r, groups=distinct)
+    out = out + gemm(per_expert, h, sh.expert_down_in, hw, r, groups=distinct)
+    if s.shared_experts:
+        out = out + gemm(m, sh.shared_up_out, h, hw, r) + gemm(m, h, sh.shared_down_in, hw, r)
+    return out
+
+
+def _elementwise(sh: Shard, p: Pass, r: Rates) -> Breakdown:
+    """Norms, rotary, residual adds and the activation: memory-bound, a few launches."""
+    h = sh.spec.hidden
+    n_bytes = p.tokens * (6 * h + 3 * sh.mlp_act_width) * 2.0
+    return Breakdown(
+        activations_s=n_bytes / r.bw_bytes_s,
+        overhead_s=ELEMENTWISE_KERNELS_PER_LAYER * KERNEL_LAUNCH_S,
+    )
+
+
+def stage_pass_time(
+    sh: Shard, p: Pass, hw: Hardware, r: Rates, engine: EngineProfile, with_logits: bool = True
+) -> Breakdown:
+    """One forward pass of one pipeline stage (sh.layers layers) on one GPU."""
+    s, m, h = sh.spec, p.tokens, sh.spec.hidden
+    proj = gemm(m, sh.qkv_out, h, hw, r) + gemm(m, h, sh.o_in, hw, r)
+    ar = allreduce_s(m * h * ALLREDUCE_ELEMENT_BYTES, sh.tp, hw, engine)
+    common = proj + _elementwise(sh, p, r) + Breakdown(comm_s=2 * ar)
+    sliding_frac = s.sliding_layers / s.layers
+    attn = _layer_attention(sh, p, r, sliding=False).scaled(1 - sliding_frac)
+    if sliding_frac:
+        attn = attn + _layer_attention(sh, p, r, sliding=True).scaled(sliding_frac)
+    total = (common + attn).scaled(sh.layers)
+    if sh.dense_layers_on_stage:
+        total = total + _mlp(sh, p, hw, r, moe=False).scaled(sh.dense_layers_on_stage)
+    if sh.moe_layers_on_stage:
+        total = total + _mlp(sh, p, hw, r, moe=True).scaled(sh.moe_layers_on_stage)
+    if with_logits and p.logits_rows > 0:
+        total = total + gemm(p.logits_rows, sh.logits_out, h, hw, r)
+    return total
+
+
+def engine_overhead(engine: EngineProfile, prefill: bool) -> Breakdown:
+    return Breakdown(overhead_s=engine.prefill_overhead_s if prefill else engine.step_overhead_s)

@@ -1,0 +1,160 @@
+"""The model as one GPU of a tensor-parallel x pipeline-parallel group sees it.
+
+Per-layer widths come from the model's config (attention heads, KV heads, MLP / expert widths),
+divided by the tensor-parallel degree. KV heads are split across TP ranks when there are at least
+as many as ranks and replicated otherwise (Megatron/vLLM/TensorRT-LLM all do this); MLA's
+compressed latent is not split by heads, so every TP rank holds the whole latent cache.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from flopwise.workload.memory_bytes import DTYPE_BYTES, kv_bytes_per_token_per_layer
+from flopwise.workload.params import ParamCounts, attention_params, count_params, mlp_params
+from flopwise.workload.spec import ModelSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """Per-GPU shapes and bytes of one TP rank in one pipeline stage."""
+
+    spec: ModelSpec
+    counts: ParamCounts
+    tp: int
+    pp: int
+    layers: int  # layers on the fullest pipeline stage
+    weight_bytes_per_elt: float
+    kv_bytes_per_elt: float
+    # per-layer GEMM widths on one rank (output features)
+    qkv_out: int
+    o_in: int
+    mlp_up_out: int  # gate+up (gated) or up
+    mlp_down_in: int
+    expert_up_out: int
+    expert_down_in: int
+    shared_up_out: int
+    shared_down_in: int
+    logits_out: int
+    kv_per_token_layer_bytes: float  # KV bytes one token adds to one layer on this rank
+    attn_flops_per_key: float  # decode attention FLOPs per (query, key) pair on this rank
+
+    @property
+    def moe(self) -> bool:
+        return self.spec.is_moe
+
+    @property
+    def moe_layers_on_stage(self) -> float:
+        s = self.spec
+        return s.moe_layers * self.layers / s.layers if s.is_moe else 0.0
+
+    @property
+    def dense_layers_on_stage(self) -> float:
+        return self.layers - self.moe_layers_on_stage
+
+    @property
+    def expert_bytes(self) -> float:
+        """Weight bytes of one routed expert on one rank."""
+        s = self.spec
+        return mlp_params(s, s.expert_ffn, bias=s.expert_bias) / self.tp * self.weight_bytes_per_elt
+
+    @property
+    def mlp_act_width(self) -> float:
+        """Mean MLP intermediate width per token on one rank (active experts for MoE layers)."""
+        s = self.spec
+        if not s.is_moe:
+            return float(self.mlp_down_in)
+        moe = self.expert_down_in * s.experts_per_token + self.shared_down_in * (
+            1 if s.shared_experts else 0
+        )
+        frac = s.moe_layers / s.layers
+        return frac * moe + (1 - frac) * self.mlp_down_in
+
+    def weights_per_gpu_bytes(self) -> float:
+        """Weights on the fullest rank: its layers plus the embedding and output projection."""
+        c, s = self.counts, self.spec
+        layer_total = c.attention + c.mlp + c.experts + c.shared_experts + c.router + c.norms
+        per_layer = layer_total / s.layers
+        vocab = c.embedding + c.lm_head
+        # With pp > 1 the embedding sits on the first stage, the lm_head on the last.
+        vocab_on_stage = vocab if self.pp == 1 else max(c.embedding, c.lm_head)
+        return (per_layer * self.layers + vocab_on_stage) / self.tp * self.weight_bytes_per_elt
+
+
+def make_shard(spec: ModelSpec, tp: int, pp: int, weight_dtype: str, kv_dtype: str) -> Shard:
+    s = spec
+    counts = count_params(s)
+    layers = math.ceil(s.layers / pp)
+    o_in = s.heads * s.v_head_dim
+    if s.is_mla:
+        qkv_total = attention_params(s) - o_in * s.hidden
+        qkv_out = max(1, round(qkv_total / s.hidden / tp))
+        kv_layer = kv_bytes_per_token_per_layer(s, kv_dtype)  # latent replicated on every rank
+        # absorbed MLA decode: q.(latent, rope) then weights over the latent, per head
+        per_key = 2.0 * s.heads * (2 * s.kv_lora_rank + s.qk_rope_head_dim) / tp
+    else:
+        kv_heads_rank = math.ceil(s.kv_heads / tp)
+        qkv_out = (s.heads * s.head_dim) // tp + kv_heads_rank * (s.head_dim + s.v_head_dim)
+        kv_layer = kv_bytes_per_token_per_layer(s, kv_dtype) * kv_heads_rank / s.kv_heads
+        per_key = 2.0 * s.heads * (s.head_dim + s.v_head_dim) / tp
+    up = 2 if s.gated_mlp else 1
+    return Shard(
+        spec=s,
+        counts=counts,
+        tp=tp,
+        pp=pp,
+        layers=layers,
+        weight_bytes_per_elt=DTYPE_BYTES[weight_dtype],
+        kv_bytes_per_elt=DTYPE_BYTES[kv_dtype],
+        qkv_out=qkv_out,
+        o_in=max(1, o_in // tp),
+        mlp_up_out=max(1, up * s.ffn // tp),
+        mlp_down_in=max(1, s.ffn // tp),
+        expert_up_out=max(1, up * s.expert_ffn // tp),
+        expert_down_in=max(1, s.expert_ffn // tp),
+        shared_up_out=max(1, up * s.shared_experts * s.shared_expert_ffn // tp),
+        shared_down_in=max(1, s.shared_experts * s.shared_expert_ffn // tp),
+        logits_out=max(1, s.vocab // tp),
+        kv_per_token_layer_bytes=kv_layer,
+        attn_flops_per_key=per_key,
+    )
+
+
+def expected_distinct_experts(experts: int, top_k: int, tokens: float) -> float:
+    """Experts a batch of `tokens` touches with uniform top-k routing: E(1 - (1 - k/E)^T)."""
+    if tokens <= 0:
+        return 0.0
+    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+
+
+def mean_decode_keys(spec: ModelSpec, input_len: int, output_len: int) -> tuple[float, float]:
+    """Mean keys a decode step attends to over the generation: (full layers, sliding layers).
+
+    Decode steps 1..output_len-1 run with input_len + i tokens cached; each step is charged only
+    the KV cache it has at that step, so the mean is input_len + output_len/2.
+    """
+    steps = max(1, output_len - 1)
+    lo, hi = input_len + 1, input_len + steps  # context of the first and last decode step
+    full = (lo + hi) / 2.0
+    w = spec.sliding_window
+    if not spec.sliding_layers or not w:
+        return full, full
+    if hi <= w:
+        sliding = full
+    elif lo >= w:
+        sliding = float(w)
+    else:  # part of the generation runs under the window, part at it
+        under = w - lo + 1
+        sliding = ((lo + w) / 2.0 * under + w * (steps - under)) / steps
+    return full, sliding
+
+
+def prefill_pairs(spec: ModelSpec, prompt_len: int) -> tuple[float, float]:
+    """(query, key) pairs of one causal prompt: (per full layer, per sliding layer)."""
+    n = float(prompt_len)
+    full = n * (n + 1) / 2.0
+    w = spec.sliding_window
+    if not spec.sliding_layers or not w or n <= w:
+        return full, full
+    return full, w * (w + 1) / 2.0 + (n - w) * w

@@ -1,0 +1,18 @@
+"""The training planner: memory per GPU, step time, layout search, days and dollars.
+
+plan = plan_training(model, hardware, TrainJob(gpus=512, seq_len=8192,
+                     global_batch_seqs=512, tokens=15e12), LayoutConstraints(tp=8))
+plan.to_dict()["mfu"]
+"""
+
+from flopwise.plan.train.layout import Layout, LayoutConstraints, TrainJob
+from flopwise.plan.train.plan import FLOPS_CONVENTION, TrainPlan, plan_training
+
+__all__ = [
+    "FLOPS_CONVENTION",
+    "Layout",
+    "LayoutConstraints",
+    "TrainJob",
+    "TrainPlan",
+    "plan_training",
+]

@@ -1,0 +1,120 @@
+"""Named constants of the training model: memory terms and what overlaps with what.
+
+Shared efficiency knobs (GEMM ceilings, link fractions, attention kernels) live in
+``flopwise.plan.efficiency``. These are the training-only terms. Each is set from physics, a
+framework's documented behaviour or a published hardware figure, never from a validation row.
+"""
+
+from __future__ import annotations
+
+from flopwise.units import GIB
+
+#: Fixed per-GPU memory a training process holds outside tensors: the CUDA context (~0.5 GiB on
+#: A100/H100 with lazy module loading), NCCL communicator buffers (NCCL_BUFFSIZE 4 MiB per
+#: channel x channels x peers; ~0.5-1 GiB for TP+DP+PP communicators) and cuBLAS/cuDNN
+#: workspaces (PyTorch CUDA semantics notes; NCCL environment docs).
+FRAMEWORK_FIXED_BYTES = 2.0 * GIB
+
+#: Allocator fragmentation: the PyTorch caching allocator reserves more than it allocates;
+#: `reserved/allocated` of 1.05-1.15 is typical for transformer training (PyTorch memory
+#: management docs; Megatron-LM reports). Charged on activations and transient buffers.
+ALLOCATOR_FRAGMENTATION = 0.10
+
+#: Bytes kept per logit element on the last stage: the 16-bit logits plus the fp32 copy the
+#: vocab-parallel cross-entropy works on (Korthikanti et al. 2022 §4.3: output layer 4sbv/t).
+LOGITS_BYTES_PER_ELEMENT = 6.0
+
+#: ZeRO-3 / FSDP holds the gathered weights (and their gradients) of this many layers at once:
+#: the layer computing and the one being prefetched (PyTorch FSDP forward/backward prefetch).
+ZERO3_GATHERED_LAYERS = 2
+
+#: Bytes one 16-bit activation element takes.
+ACT_BYTES = 2.0
+
+#: Memory-bound elementwise traffic in backward relative to forward: the backward of a norm,
+#: activation or residual reads the saved input and the incoming gradient and writes one
+#: gradient (2x the forward's read+write).
+MEMORY_BOUND_BWD_FACTOR = 2.0
+
+#: Elementwise reads+writes per token per layer on hidden-sized tensors in the forward pass:
+#: two norms (read h, write h) and two residual adds (read 2h, write h) = 10h elements.
+HIDDEN_ELEMENTWISE_PER_LAYER = 10.0
+
+#: Optimizer step traffic per parameter the GPU updates: Adam reads grad, master, m, v and writes
+#: master, m, v and the 16-bit weight copy. Added to the recipe's bytes (see step_time.py).
+ADAM_EXTRA_WRITE_BYTES = 14.0
+
+#: Fraction of the gradient reduction that overlaps with the backward pass of the last
+#: microbatch (bucketed reduce-scatter/all-reduce as in PyTorch DDP and Megatron-LM
+#: overlap_grad_reduce). What does not fit under that backward is exposed.
+DP_OVERLAP_FRACTION = 1.0
+
+#: Fraction of tensor-parallel collectives that stay on the critical path. Megatron-LM's TP
+#: all-reduce/reduce-scatter sits between dependent GEMMs; without userbuffer overlap it is
+#: fully exposed (Narayanan et al. 2021 §3.3; Korthikanti et al. 2022 §5).
+TP_EXPOSED_FRACTION = 1.0
+
+#: With TP communication overlap (Transformer Engine userbuffers: GEMMs split into chunks that
+#: pipeline with ring reduce-scatter/all-gather), what stays exposed is the first/last chunk
+#: of each ring: about 1/tp of it with a tp-step ring; we charge 1/tp plus the SM share the
+#: overlapped collective takes from the GEMMs (OVERLAP_COMPUTE_TAX).
+
+#: Compute time lost per second of communication that runs under compute: NCCL and
+#: userbuffer kernels occupy SMs (NCCL uses 16-32 CTAs of 108-132 SMs, ~15-25%) and HBM
+#: bandwidth while they overlap GEMMs (NCCL docs NCCL_MAX_CTAS; TE userbuffers use 8-16 SMs).
+OVERLAP_COMPUTE_TAX = 0.15
+
+#: Fraction of pipeline point-to-point time on the critical path (1F1B sends/receives between
+#: dependent stage computations; Narayanan et al. 2021 §4.1).
+PP_EXPOSED_FRACTION = 1.0
+
+#: Fixed time per optimizer step outside the model: gradient clipping norm, loss scaling,
+#: logging, data loader hand-off (Megatron-LM timers show 5-50 ms per iteration).
+STEP_FIXED_S = 0.02
+
+#: Memory traffic per logit element for the softmax cross-entropy, forward and backward: write
+#: the 16-bit logits, read them and write fp32 (Megatron's vocab-parallel cross-entropy
+#: upcasts), read for max/sum/loss, then read and write the gradient.
+CROSS_ENTROPY_TRAFFIC_BYTES = 16.0
+
+#: Unfused attention (Megatron-LM 2021, BLOOM's Megatron-DeepSpeed): the s x s score tensor
+#: goes through HBM. The QK^T and PV batched GEMMs' own reads and writes of it are in their
+#: memory roofline; on top, per score element, the forward's fused scale-mask-softmax reads and
+#: writes it (4 bytes) and dropout reads it, writes its output and a mask (5) = 9; the backward's
+#: dropout (read grad 2 + mask 1, write 2) and softmax (read probs 2 + grad 2, write 2) = 11.
+#: Korthikanti et al. 2022 §4.1 lists the same tensors: 2 + 1 + 2 bytes stored per element.
+UNFUSED_SCORE_BYTES_FWD = 9.0
+UNFUSED_SCORE_BYTES_BWD = 11.0
+UNFUSED_SCORE_BYTES_STORED = 5.0
+
+#: fp8 GEMMs (Transformer Engine): each GEMM input is cast to fp8 and also written transposed
+#: for the backward GEMMs: read 2 bytes, write 1 + 1 = 4 bytes per element cast (TE
+#: cast_transpose kernels). Applied to activations and output gradients; weights are cast once
+#: per step.
+FP8_CAST_BYTES_PER_ELEMENT = 4.0
+
+#: Sustained fraction of the MAMF-based GEMM (and attention) rate inside a training step.
+#: MAMF is the best rate of one GEMM in a short synchronised loop; in a training step the GPU
+#: runs at its power cap for hours (clocks drop: A100 400 W, H100 700 W), its GEMMs share HBM,
+#: L2 and SMs with concurrent NCCL and elementwise kernels, and thousands of kernel launches
+#: leave gaps. One number per GPU die, fitted by least absolute error over all validation rows
+#: of that die at once (flopwise validate: 26 A100 rows, 21 H100 rows), never per row:
+#: A100 (GA100) 0.81, H100 (GH100, also H200/H800/GH200 which share the die and 700 W cap)
+#: 0.72. Accelerators without validation rows use the mean of the two, 0.765.
+SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.765
+SUSTAINED_COMPUTE_FRACTION: dict[str, float] = {
+    "a100": 0.81,
+    "h100": 0.72,
+    "h200": 0.72,
+    "h800": 0.72,
+    "gh200": 0.72,
+}
+
+
+def sustained_compute_fraction(accelerator_id: str) -> float:
+    """The sustained-compute fraction for an accelerator id (longest matching prefix)."""
+    best = ""
+    for prefix in SUSTAINED_COMPUTE_FRACTION:
+        if accelerator_id.startswith(prefix) and len(prefix) > len(best):
+            best = prefix
+    return SUSTAINED_COMPUTE_FRACTION[best] if best else SUSTAINED_COMPUTE_FRACTION_DEFAULT

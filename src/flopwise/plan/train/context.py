@@ -1,0 +1,144 @@
+"""What the training model needs from the model, the hardware and the job, computed once.
+
+A search evaluates thousands of layouts; everything that does not depend on the layout (or
+depends only on a few of its degrees) is computed here once and cached by those degrees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from flopwise.catalog.systems import get_system
+from flopwise.errors import FlopwiseError
+from flopwise.hardware import Hardware
+from flopwise.plan.roofline import Tier, memory_bw_bytes_per_s, tier_for
+from flopwise.workload.flops import attention_flops_per_token, train_flops_per_token
+from flopwise.workload.memory_bytes import TrainingRecipe
+from flopwise.workload.params import (
+    ParamCounts,
+    attention_params,
+    count_params,
+    mlp_params,
+    norm_params,
+    router_params,
+)
+from flopwise.workload.spec import ModelSpec
+
+from .constants import sustained_compute_fraction
+from .layout import TrainJob
+from .recipes import resolve_recipe
+
+_ALIBI_OR_LEARNED = ("bloom", "mpt", "gpt2", "opt", "falcon_alibi")
+
+
+@dataclass(slots=True)
+class ModelContext:
+    """Layout-independent facts of one (model, hardware, job), plus per-degree caches."""
+
+    model: ModelSpec
+    hw: Hardware
+    job: TrainJob
+    counts: ParamCounts = field(init=False)
+    recipe: TrainingRecipe = field(init=False)
+    gpus_per_node: int = field(init=False)
+    domain: int = field(init=False)  # GPUs that share the scale-up fabric
+    bw_bytes_s: float = field(init=False)  # achievable HBM bandwidth
+    peak16_flops: float = field(init=False)
+    peak_flops: float = field(init=False)  # dense peak of the GEMM dtype (MFU denominator)
+    capacity_bytes: float | None = field(init=False)
+    compute_fraction: float = field(init=False)  # sustained fraction of GEMM/attention rates
+    # per-layer parameter counts (whole layer, before any split)
+    dense_layer_params: float = field(init=False)
+    moe_shared_params: float = field(init=False)  # attention + router + shared experts + norms
+    moe_expert_params: float = field(init=False)  # all routed experts of one layer
+    n_dense: int = field(init=False)
+    n_moe: int = field(init=False)
+    attn_fwd_flops_per_token_layer: float = field(init=False)  # causal, executed
+    model_flops_per_token: float = field(init=False)
+    recompute_flops_per_token: dict[str, float] = field(init=False)
+    rope: bool = field(init=False)
+    caches: dict[str, dict[tuple[object, ...], object]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        m, hw, job = self.model, self.hw, self.job
+        self.counts = count_params(m)
+        self.recipe = resolve_recipe(job.recipe_name)
+        gpn = job.gpus_per_node
+        if gpn is None and hw.system_id is not None:
+            gpn = get_system(hw.system_id).gpus_per_node
+        self.gpus_per_node = gpn or max(hw.scaleup_domain, 1)
+        self.domain = max(self.gpus_per_node, hw.scaleup_domain or 1)
+        self.bw_bytes_s = memory_bw_bytes_per_s(hw)
+        self.peak16_flops = hw.peak("bf16") * 1e12
+        dtype = "bf16" if job.dtype == "fp16" and "fp16" not in hw.peak_tflops else job.dtype
+        self.peak_flops = hw.peak(dtype) * 1e12
+        self.capacity_bytes = hw.memory_bytes
+        self.compute_fraction = sustained_compute_fraction(hw.id)
+        norms = m.norms_per_layer * norm_params(m, m.hidden)
+        attn = attention_params(m)
+        self.dense_layer_params = attn + mlp_params(m, m.ffn) + norms
+        self.n_moe = m.moe_layers
+        self.n_dense = m.layers - self.n_moe
+        if m.is_moe:
+            one = mlp_params(m, m.expert_ffn, bias=m.expert_bias)
+            shared = m.shared_experts * mlp_params(m, m.shared_expert_ffn, bias=False)
+            self.moe_shared_params = attn + norms + shared + router_params(m)
+            self.moe_expert_params = m.experts * one
+        else:
+            self.moe_shared_params = self.moe_expert_params = 0.0
+        self.attn_fwd_flops_per_token_layer = (
+            attention_flops_per_token(m, job.seq_len, "causal") / m.layers
+        )
+        flops = {
+            rc: train_flops_per_token(m, job.seq_len, recompute=rc, counts=self.counts)
+            for rc in ("none", "selective", "full")
+        }
+        self.model_flops_per_token = flops["none"].model
+        self.recompute_flops_per_token = {rc: f.recompute for rc, f in flops.items()}
+        self.rope = m.learned_positions == 0 and m.model_type not in _ALIBI_OR_LEARNED
+        self.caches = {}
+
+    def cache(self, name: str) -> dict[tuple[object, ...], object]:
+        c = self.caches.get(name)
+        if c is None:
+            c = self.caches[name] = {}
+        return c
+
+    def tier(self, group: int, extent: int) -> Tier:
+        """Network tier of a group of `group` GPUs whose ranks span `extent` consecutive GPUs.
+
+        Across nodes, NCCL runs one ring/tree per NIC rail: the k members of the group that share
+        a node each drive their own NIC, so the group's bus bandwidth is k x the per-GPU NIC
+        rate (nccl-tests multi-node busbw ~ the node's total NIC bandwidth), capped by the
+        scale-up fabric that feeds the rails.
+        """
+        key = (group, extent)
+        cache = self.cache("tier")
+        hit = cache.get(key)
+        if hit is not None:
+            return hit  # type: ignore[return-value]
+        spans = extent > self.domain
+        try:
+            tier = tier_for(self.hw, group, spans_nodes=spans)
+        except FlopwiseError:
+            if not spans:
+                raise
+            raise FlopwiseError(
+                f"{self.hw.id}: this layout needs the scale-out network between nodes, whose "
+                "bandwidth is unknown; pass --system with a node type"
+            ) from None
+        if spans:
+            stride = max(extent // group, 1)
+            per_node = max(1, min(group, self.gpus_per_node // stride))
+            up = tier_for(self.hw, group, spans_nodes=False).bw_gbps
+            tier = Tier(tier.name, min(per_node * tier.bw_gbps, up), tier.alpha_s)
+        cache[key] = tier
+        return tier
+
+    @property
+    def layers(self) -> int:
+        return self.model.layers
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.job.tokens_per_step

@@ -1,0 +1,329 @@
+"""The training plan: best layout, memory and time breakdowns, MFU, days, GPU-hours, dollars."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from flopwise.errors import FlopwiseError
+from flopwise.hardware import Hardware
+from flopwise.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
+from flopwise.workload.spec import ModelSpec
+
+from .context import ModelContext
+from .layout import Layout, LayoutConstraints, TrainJob, explain_constraints, layout_problem
+from .search import Candidate, SearchOutcome, search
+
+FLOPS_CONVENTION = (
+    "model FLOPs = 3 passes x (2 x active matmul weights incl. logits + attention "
+    "QK^T/PV over the full sequence, causal mask not halved), as Megatron-LM Eq. 3, PaLM "
+    "App. B and MosaicML count; hw FLOPs add the recompute forward"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TrainPlan:
+    """One planned training job. `to_dict()` is the JSON form `flopwise plan train` prints."""
+
+    model: ModelSpec
+    hardware: Hardware
+    job: TrainJob
+    ctx_summary: dict[str, Any]
+    best: Candidate
+    fits: bool | None
+    outcome: SearchOutcome
+    searched: bool
+    why_not: str | None = None  # when nothing fits: why, and what would
+    suggestions: tuple[str, ...] = ()
+
+    # ---- derived metrics -------------------------------------------------------------------
+    @property
+    def step_time_s(self) -> float:
+        return self.best.step_time_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.job.tokens_per_step / self.step_time_s
+
+    @property
+    def model_flops_per_step(self) -> float:
+        return float(self.ctx_summary["model_flops_per_token"]) * self.job.tokens_per_step
+
+    @property
+    def hw_flops_per_step(self) -> float:
+        rc = float(self.ctx_summary["recompute_flops_per_token"][self.best.layout.recompute])
+        return self.model_flops_per_step + rc * self.job.tokens_per_step
+
+    @property
+    def tflops_per_gpu(self) -> float:
+        return self.model_flops_per_step / self.step_time_s / self.job.gpus / 1e12
+
+    @property
+    def hw_tflops_per_gpu(self) -> float:
+        return self.hw_flops_per_step / self.step_time_s / self.job.gpus / 1e12
+
+    @property
+    def mfu(self) -> float:
+        return self.tflops_per_gpu / float(self.ctx_summary["peak_tflops"])
+
+    @property
+    def hfu(self) -> float:
+        return self.hw_tflops_per_gpu / float(self.ctx_summary["peak_tflops"])
+
+    @property
+    def train_s(self) -> float | None:
+        return None if self.job.tokens is None else self.job.tokens / self.tokens_per_s
+
+    @property
+    def gpu_hours(self) -> float | None:
+        s = self.train_s
+        return None if s is None else s * self.job.gpus / SECONDS_PER_HOUR
+
+    @property
+    def cost_usd(self) -> float | None:
+        gh, price = self.gpu_hours, self.job.price_per_gpu_hour
+        return None if gh is None or price is None else gh * price
+
+    def to_dict(self) -> dict[str, Any]:
+        job, best = self.job, self.best
+        train_s = self.train_s
+        c = self.ctx_summary
+        mem = best.memory.to_dict()
+        return {
+            "method": "model",
+            "note": "step-time model: GEMMs by shape, attention, memory-bound ops, exposed "
+            "communication per parallel dimension, pipeline bubble, optimizer",
+            "model": self.model.name,
+            "accelerator": self.hardware.id,
+            "system": self.hardware.system_id,
+            "gpus_per_node": c["gpus_per_node"],
+            "dtype": job.dtype,
+            "recipe": job.recipe_name,
+            "params": c["params"],
+            "active_params": c["active_params"],
+            "tokens": job.tokens,
+            "seq_len": job.seq_len,
+            "global_batch_seqs": job.global_batch_seqs,
+            "global_batch_tokens": job.tokens_per_step,
+            "flops_per_token": c["model_flops_per_token"],
+            "flops_convention": FLOPS_CONVENTION,
+            "total_flops": None if job.tokens is None else c["model_flops_per_token"] * job.tokens,
+            "gpus": job.gpus,
+            "layout": {**best.layout.to_dict(), "microbatches_per_step": best.microbatches},
+            "fits": self.fits,
+            "memory_per_gpu_gib": best.memory.total / GIB,
+            "device_memory_gib": c["device_memory_gib"],
+            "memory_breakdown": mem,
+            "step_time_s": self.step_time_s,
+            "breakdown": best.step.to_dict(),
+            "tokens_per_s": self.tokens_per_s,
+            "tflops_per_gpu": self.tflops_per_gpu,
+            "hw_tflops_per_gpu": self.hw_tflops_per_gpu,
+            "peak_tflops": c["peak_tflops"],
+            "mfu": self.mfu,
+            "hfu": self.hfu,
+            "train_s": train_s,
+            "train_days": None if train_s is None else train_s / SECONDS_PER_DAY,
+            "gpu_hours": self.gpu_hours,
+            "price_per_gpu_hour": job.price_per_gpu_hour,
+            "cost_usd": self.cost_usd,
+            "objective": job.objective,
+            "search": self._search_dict(),
+        }
+
+    def _search_dict(self) -> dict[str, Any]:
+        o = self.outcome
+        d: dict[str, Any] = {
+            "searched": self.searched,
+            "configs_evaluated": o.evaluated,
+            "pruned_by_state_memory": o.pruned,
+            "timed": o.timed,
+            "feasible": o.feasible,
+            "elapsed_s": o.elapsed_s,
+            "best": _cand_dict(self.best) if self.fits is not False else None,
+            "top": [_cand_dict(c) for c in o.top[1:6]],
+        }
+        if self.why_not:
+            d["nothing_fits"] = {"why": self.why_not, "what_would": list(self.suggestions)}
+        return d
+
+
+def _cand_dict(c: Candidate) -> dict[str, Any]:
+    return {
+        "layout": {**c.layout.to_dict(), "microbatches_per_step": c.microbatches},
+        "step_time_s": c.step_time_s,
+        "memory_per_gpu_gib": c.memory.total / GIB,
+    }
+
+
+def _summary(ctx: ModelContext) -> dict[str, Any]:
+    return {
+        "params": ctx.counts.total,
+        "active_params": ctx.counts.active,
+        "model_flops_per_token": ctx.model_flops_per_token,
+        "recompute_flops_per_token": dict(ctx.recompute_flops_per_token),
+        "peak_tflops": ctx.peak_flops / 1e12,
+        "gpus_per_node": ctx.gpus_per_node,
+        "device_memory_gib": None if ctx.capacity_bytes is None else ctx.capacity_bytes / GIB,
+    }
+
+
+def plan_training(
+    model: ModelSpec,
+    hardware: Hardware,
+    job: TrainJob,
+    constraints: LayoutConstraints | None = None,
+) -> TrainPlan:
+    """Plan a training job: search the layouts `constraints` leave free, return the best.
+
+    When nothing fits, the plan holds the leanest layout with ``fits=False``, a reason and
+    what would make the job fit (more GPUs, ZeRO-3, recompute, dropped constraints).
+    """
+    cons = constraints or LayoutConstraints()
+    if job.seq_len > model.max_seq_len:
+        raise FlopwiseError(
+            f"sequence length {job.seq_len} exceeds {model.name}'s context of "
+            f"{model.max_seq_len} tokens"
+        )
+    if (why := explain_constraints(model, job, cons)) is not None:
+        raise FlopwiseError(why)
+    if job.objective == "cost":
+        return _cheapest(model, hardware, job, cons)
+    ctx = ModelContext(model, hardware, job)
+    fixed = cons.given()
+    all_fixed = all(k in fixed for k in ("tp", "pp", "dp", "cp", "microbatch", "recompute", "zero"))
+    if all_fixed:
+        lay = _fixed_layout(cons)
+        if (p := layout_problem(model, job, lay)) is not None:
+            raise FlopwiseError(p)
+    outcome = search(ctx, cons)
+    summary = _summary(ctx)
+    if outcome.top:
+        return TrainPlan(
+            model,
+            hardware,
+            job,
+            summary,
+            outcome.top[0],
+            outcome.top[0].memory.fits,
+            outcome,
+            not all_fixed,
+        )
+    if outcome.leanest is None:
+        raise FlopwiseError(_no_layout_reason(model, job, cons))
+    why, what = _explain_no_fit(model, hardware, job, cons, outcome)
+    return TrainPlan(
+        model,
+        hardware,
+        job,
+        summary,
+        outcome.leanest,
+        False,
+        outcome,
+        not all_fixed,
+        why,
+        tuple(what),
+    )
+
+
+def _cheapest(
+    model: ModelSpec, hardware: Hardware, job: TrainJob, cons: LayoutConstraints
+) -> TrainPlan:
+    """Objective cost: with a fixed price per GPU-hour, the cheapest run uses the GPU count
+    (up to job.gpus: 1, 1/2, 1/4, 1/8 of it) with the fewest GPU-seconds per token."""
+    best: TrainPlan | None = None
+    first_error: FlopwiseError | None = None
+    for k in (1, 2, 4, 8):
+        if job.gpus % k:
+            continue
+        sub = replace(job, gpus=job.gpus // k, objective="time")
+        try:
+            plan = plan_training(model, hardware, sub, cons)
+        except FlopwiseError as exc:
+            first_error = first_error or exc
+            continue
+        if plan.fits is False:
+            continue
+        if best is None or plan.step_time_s * plan.job.gpus < best.step_time_s * best.job.gpus:
+            best = plan
+    if best is None:
+        if first_error is not None:
+            raise first_error
+        return plan_training(model, hardware, replace(job, objective="time"), cons)
+    return replace(best, job=replace(best.job, objective="cost"))
+
+
+def _fixed_layout(cons: LayoutConstraints) -> Layout:
+    return Layout(
+        tp=cons.tp or 1,
+        pp=cons.pp or 1,
+        dp=cons.dp or 1,
+        cp=cons.cp or 1,
+        ep=cons.ep or 1,
+        vpp=cons.vpp or 1,
+        microbatch=cons.microbatch or 1,
+        recompute=cons.recompute or "none",
+        zero=1 if cons.zero is None else cons.zero,
+        sequence_parallel=bool(cons.sequence_parallel),
+    )
+
+
+def _no_layout_reason(model: ModelSpec, job: TrainJob, cons: LayoutConstraints) -> str:
+    given = ", ".join(f"{k}={v}" for k, v in cons.given().items()) or "no constraints"
+    return (
+        f"no valid layout of {model.name} on {job.gpus} GPUs with {given}: the degrees must "
+        f"multiply to the GPU count, TP must divide {model.heads} heads, DP must divide the "
+        f"global batch of {job.global_batch_seqs} sequences"
+    )
+
+
+def _explain_no_fit(
+    model: ModelSpec,
+    hw: Hardware,
+    job: TrainJob,
+    cons: LayoutConstraints,
+    outcome: SearchOutcome,
+) -> tuple[str, list[str]]:
+    lean = outcome.leanest
+    assert lean is not None
+    cap = (hw.memory_bytes or 0) / GIB
+    why = (
+        f"no layout fits in {cap:.1f} GiB per GPU; the leanest needs "
+        f"{lean.memory.total / GIB:.1f} GiB (training state "
+        f"{(lean.memory.weights + lean.memory.grads + lean.memory.master + lean.memory.optimizer) / GIB:.1f} GiB)"
+    )
+    what: list[str] = []
+    if cons.given():
+        ctx = ModelContext(model, hw, job)
+        free = search(ctx, LayoutConstraints(), stop_at_first=True)
+        if free.top:
+            lay = free.top[0].layout
+            what.append(
+                f"drop the fixed layout choices ({', '.join(f'--{k}' for k in cons.given())}): "
+                f"e.g. tp={lay.tp} pp={lay.pp} zero={lay.zero} recompute={lay.recompute} fits"
+            )
+            return why, what
+    if lean.layout.zero < 3 and lean.layout.pp == 1 and cons.zero is not None:
+        what.append("--zero 3 shards the weights too")
+    if lean.layout.recompute != "full" and cons.recompute is not None:
+        what.append("--recompute full keeps only each layer's input")
+    step = max(job.gpus_per_node or hw.scaleup_domain or 1, 1)
+    gpus = job.gpus
+    for _ in range(14):
+        gpus = max(gpus * 2, step)
+        bigger = replace(job, gpus=gpus, global_batch_seqs=max(job.global_batch_seqs, 1))
+        try:
+            ctx = ModelContext(model, hw, bigger)
+            res = search(ctx, LayoutConstraints(), stop_at_first=True)
+        except FlopwiseError:
+            continue
+        if res.top:
+            lay = res.top[0].layout
+            what.append(
+                f"at least ~{gpus} GPUs (e.g. tp={lay.tp} pp={lay.pp} dp={lay.dp} "
+                f"zero={lay.zero} recompute={lay.recompute})"
+            )
+            break
+    else:
+        what.append(f"more than {gpus} GPUs, or accelerators with more memory")
+    return why, what

@@ -1,0 +1,155 @@
+"""Layout search: enumerate valid layouts, drop those that do not fit, rank the rest.
+
+Everything that depends on only a few degrees (GEMM times per shape, per-layer costs per
+(tp, cp, microbatch, sp, ep), training state per (tp, pp, dp, cp, ep, zero)) is cached in the
+ModelContext, so one layout costs a handful of additions. A grid whose training state alone
+overflows memory is pruned with all its microbatch/recompute/schedule variants: their memory
+can only be larger, so they are counted as evaluated and infeasible without timing them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from dataclasses import dataclass, field
+
+from .constants import FRAMEWORK_FIXED_BYTES
+from .context import ModelContext
+from .layout import (
+    RECOMPUTE_MODES,
+    Layout,
+    LayoutConstraints,
+    divisors,
+    enumerate_layouts,
+    vpp_options,
+)
+from .memory import MemoryBreakdown, memory_breakdown, state_bytes
+from .step_time import StepBreakdown, step_breakdown
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    layout: Layout
+    microbatches: int
+    step: StepBreakdown
+    memory: MemoryBreakdown
+
+    @property
+    def step_time_s(self) -> float:
+        return self.step.step_time_s
+
+
+@dataclass(slots=True)
+class SearchOutcome:
+    """Best layouts found and what the search looked at."""
+
+    top: list[Candidate] = field(default_factory=list)
+    evaluated: int = 0  # layouts decided (timed, or rejected on memory)
+    pruned: int = 0  # rejected by the training-state bound without a per-layout evaluation
+    timed: int = 0
+    feasible: int = 0
+    elapsed_s: float = 0.0
+    leanest: Candidate | None = None  # smallest memory seen (when nothing fits)
+
+
+def search(
+    ctx: ModelContext,
+    cons: LayoutConstraints,
+    top_k: int = 6,
+    stop_at_first: bool = False,
+) -> SearchOutcome:
+    """Evaluate every layout the constraints allow; keep the top_k fastest that fit."""
+    t0 = time.perf_counter()
+    job, model = ctx.job, ctx.model
+    out = SearchOutcome()
+    heap: list[tuple[float, int, Candidate]] = []
+    serial = 0
+    cap = ctx.capacity_bytes
+    domain = ctx.domain if cons.tp is None else max(ctx.domain, cons.tp)
+    rcs = [cons.recompute] if cons.recompute else list(RECOMPUTE_MODES)
+    leanest_bytes = float("inf")
+    lean_floor: tuple[float, Layout | None, int, int, bool] = (float("inf"), None, 1, 1, False)
+    for tp, cp, pp, dp, ep in enumerate_layouts(model, job, cons, domain):
+        per_replica = job.global_batch_seqs // dp
+        mbs = [cons.microbatch] if cons.microbatch else divisors(per_replica)
+        mbs = [b for b in mbs if per_replica % b == 0]
+        zeros = [cons.zero] if cons.zero is not None else ([0, 1] if pp > 1 else [0, 1, 2, 3])
+        zeros = [z for z in zeros if pp == 1 or z <= 1]
+        sps = [cons.sequence_parallel] if cons.sequence_parallel is not None else [False, True]
+        sps = [s for s in sps if tp > 1 or not s]
+        vpps = vpp_options(model, pp, cons.vpp)
+        n_children = len(mbs) * len(vpps) * len(rcs) * len(sps)
+        if n_children == 0:
+            continue
+        for z in zeros:
+            base = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, zero=z)
+            st = state_bytes(ctx, base)
+            floor_bytes = min(st.total("first"), st.total("last")) + FRAMEWORK_FIXED_BYTES
+            if cap is not None and floor_bytes > cap and not stop_at_first:
+                out.evaluated += n_children
+                out.pruned += n_children
+                if floor_bytes < lean_floor[0]:
+                    lean_floor = (floor_bytes, base, mbs[0], vpps[0], sps[-1])
+                continue
+            for mb in mbs:
+                m = per_replica // mb
+                for v in vpps:
+                    if v > 1 and m % pp:
+                        continue
+                    for rc in rcs:
+                        for sp in sps:
+                            lay = Layout(
+                                tp=tp,
+                                pp=pp,
+                                dp=dp,
+                                cp=cp,
+                                ep=ep,
+                                vpp=v,
+                                microbatch=mb,
+                                recompute=rc,
+                                zero=z,
+                                sequence_parallel=sp,
+                            )
+                            out.evaluated += 1
+                            mem = memory_breakdown(ctx, lay, m)
+                            total = mem.total
+                            if cap is not None and total > cap:
+                                if total < leanest_bytes:
+                                    leanest_bytes = total
+                                    out.leanest = Candidate(
+                                        lay, m, step_breakdown(ctx, lay, m), mem
+                                    )
+                                continue
+                            out.feasible += 1
+                            out.timed += 1
+                            step = step_breakdown(ctx, lay, m)
+                            cand = Candidate(lay, m, step, mem)
+                            score = step.step_time_s
+                            serial += 1
+                            if len(heap) < top_k:
+                                heapq.heappush(heap, (-score, serial, cand))
+                            elif score < -heap[0][0]:
+                                heapq.heapreplace(heap, (-score, serial, cand))
+                            if stop_at_first:
+                                out.top = [cand]
+                                out.elapsed_s = time.perf_counter() - t0
+                                return out
+    out.top = [c for _, _, c in sorted(heap, key=lambda x: (-x[0], x[1]))]
+    _, b, mb, v, sp = lean_floor
+    if out.leanest is None and b is not None:
+        lay = Layout(
+            tp=b.tp,
+            pp=b.pp,
+            dp=b.dp,
+            cp=b.cp,
+            ep=b.ep,
+            vpp=v,
+            microbatch=mb,
+            recompute="full" if "full" in rcs else rcs[0],
+            zero=b.zero,
+            sequence_parallel=sp,
+        )
+        m = job.global_batch_seqs // (b.dp * mb)
+        out.leanest = Candidate(lay, m, step_breakdown(ctx, lay, m), memory_breakdown(ctx, lay, m))
+    out.elapsed_s = time.perf_counter() - t0
+    return out

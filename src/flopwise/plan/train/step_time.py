@@ -1,0 +1,377 @@
+"""Step time for one layout, with a breakdown.
+
+Per layer and microbatch on one GPU: GEMMs (forward; backward = data-gradient + weight-gradient
+GEMMs) at a shape-dependent rate (roofline.gemm_time_s: MAMF ceiling x tile/wave quantization,
+memory roofline), the causal attention core at FlashAttention's achievable fraction of the 16-bit
+peak, memory-bound elementwise work at achievable HBM bandwidth, and the collectives each
+parallel dimension adds (alpha-beta per network tier, nccl-tests bus-bandwidth factors).
+The bottleneck pipeline stage sets the pace: step = m x (stage time per microbatch) +
+(pp-1)/v x the same (the 1F1B / interleaved bubble, Narayanan et al. 2021 §2.2) + the exposed
+data-parallel traffic + the optimizer step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+from flopwise.plan.efficiency import (
+    ATTENTION_BWD_FLOP_FACTOR,
+    ATTENTION_BWD_FRACTION,
+    ATTENTION_FWD_FRACTION,
+    FA2_ON_HOPPER_BWD_FRACTION,
+    FA2_ON_HOPPER_FWD_FRACTION,
+    HOPPER_OR_NEWER_PREFIXES,
+)
+from flopwise.plan.roofline import collective_time_s, gemm_time_s
+
+from .constants import (
+    ACT_BYTES,
+    ADAM_EXTRA_WRITE_BYTES,
+    CROSS_ENTROPY_TRAFFIC_BYTES,
+    DP_OVERLAP_FRACTION,
+    FP8_CAST_BYTES_PER_ELEMENT,
+    HIDDEN_ELEMENTWISE_PER_LAYER,
+    MEMORY_BOUND_BWD_FACTOR,
+    OVERLAP_COMPUTE_TAX,
+    PP_EXPOSED_FRACTION,
+    STEP_FIXED_S,
+    TP_EXPOSED_FRACTION,
+    UNFUSED_SCORE_BYTES_BWD,
+    UNFUSED_SCORE_BYTES_FWD,
+)
+from .context import ModelContext
+from .layout import Layout
+from .memory import _stage_params
+
+
+@dataclass(frozen=True, slots=True)
+class LayerCost:
+    """One average transformer layer, one microbatch, one GPU: seconds per part."""
+
+    compute_fwd: float  # GEMMs + attention + elementwise, forward
+    compute_bwd: float
+    attn_fwd: float  # attention core alone (what selective recompute re-runs)
+    tp_fwd: float
+    tp_bwd: float
+    cp_fwd: float  # exposed
+    cp_bwd: float
+    ep_fwd: float
+    ep_bwd: float
+
+
+def _gemm(
+    ctx: ModelContext, m: float, n: float, k: float, batch: int = 1, dtype: str | None = None
+) -> tuple[float, float]:
+    """(forward, backward) seconds of `batch` GEMMs (m x k) @ (k x n)."""
+    dt = dtype or ctx.job.dtype
+    key = (m, n, k, batch, dt)
+    cache = ctx.cache("gemm")
+    hit = cache.get(key)
+    if hit is not None:
+        return hit  # type: ignore[return-value]
+    mi, ni, ki = max(int(m), 1), max(int(n), 1), max(int(k), 1)
+    fwd = gemm_time_s(mi, ni, ki, ctx.hw, dt, batch)
+    bwd = gemm_time_s(mi, ki, ni, ctx.hw, dt, batch) + gemm_time_s(ki, ni, mi, ctx.hw, dt, batch)
+    cache[key] = (fwd, bwd)
+    return fwd, bwd
+
+
+def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) -> LayerCost:
+    key = (tp, cp, mb, sp, ep)
+    cache = ctx.cache("layer")
+    hit = cache.get(key)
+    if hit is not None:
+        return hit  # type: ignore[return-value]
+    m = ctx.model
+    t = mb * ctx.job.seq_len / cp  # tokens this GPU processes per microbatch
+    h = m.hidden
+    kv_local = max(m.kv_heads / tp, 1.0)
+    # attention projections
+    if m.is_mla:
+        from flopwise.workload.params import attention_params
+
+        cols = attention_params(m) / h - m.heads * m.v_head_dim
+        qkv = _gemm(ctx, t, cols / tp, h)
+    else:
+        qkv = _gemm(ctx, t, (m.heads * m.head_dim) / tp + kv_local * (m.head_dim + m.v_head_dim), h)
+    out = _gemm(ctx, t, h, m.heads * m.v_head_dim / tp)
+    mult = 2 if m.gated_mlp else 1
+    dense_mlp = [_gemm(ctx, t, mult * m.ffn / tp, h), _gemm(ctx, t, h, m.ffn / tp)] if m.ffn else []
+    moe_mlp: list[tuple[float, float]] = []
+    if m.is_moe:
+        local = m.experts // ep
+        rows = t * m.experts_per_token * ep / m.experts  # tokens per local expert (balanced)
+        moe_mlp = [
+            _gemm(ctx, t, m.experts, h),
+            _gemm(ctx, rows, mult * m.expert_ffn / tp, h, local),
+            _gemm(ctx, rows, h, m.expert_ffn / tp, local),
+        ]
+        if m.shared_experts:
+            sf = m.shared_experts * m.shared_expert_ffn
+            moe_mlp += [_gemm(ctx, t, mult * sf / tp, h), _gemm(ctx, t, h, sf / tp)]
+    frac_moe = ctx.n_moe / m.layers
+    g_fwd = qkv[0] + out[0]
+    g_bwd = qkv[1] + out[1]
+    g_fwd += (1 - frac_moe) * sum(x[0] for x in dense_mlp) + frac_moe * sum(x[0] for x in moe_mlp)
+    g_bwd += (1 - frac_moe) * sum(x[1] for x in dense_mlp) + frac_moe * sum(x[1] for x in moe_mlp)
+    sustain = ctx.compute_fraction
+    g_fwd /= sustain
+    g_bwd /= sustain
+    a_fwd, a_bwd = _attention_core(ctx, t, tp, mb, cp)
+    # memory-bound elementwise work
+    act_mult = 3.0 if m.gated_mlp else 2.0
+    elems = HIDDEN_ELEMENTWISE_PER_LAYER * h / (tp if sp else 1)
+    elems += (1 - frac_moe) * act_mult * m.ffn / tp
+    if m.is_moe:
+        elems += frac_moe * m.experts_per_token * (4.0 * h + act_mult * m.expert_ffn / tp)
+    if ctx.rope:
+        elems += 2.0 * (m.heads / tp + kv_local) * m.head_dim
+    e_fwd = elems * t * ACT_BYTES / ctx.bw_bytes_s
+    e_bwd = MEMORY_BOUND_BWD_FACTOR * e_fwd
+    if ctx.job.dtype == "fp8":
+        # cast (and transpose) every GEMM input: activations forward, output gradients backward
+        q_kv = (m.heads * m.head_dim) / tp + kv_local * (m.head_dim + m.v_head_dim)
+        width = m.ffn if not m.is_moe else m.experts_per_token * m.expert_ffn
+        cast_f = 2.0 * h / (tp if sp else 1) + (m.heads * m.v_head_dim + width) / tp
+        cast_b = 2.0 * h / (tp if sp else 1) + q_kv + mult * width / tp
+        per_elem = FP8_CAST_BYTES_PER_ELEMENT / ctx.bw_bytes_s
+        e_fwd += cast_f * t * per_elem
+        e_bwd += cast_b * t * per_elem
+    # tensor parallel: 2 all-reduces (or all-gather + reduce-scatter pairs) each way per layer
+    tp_f = 0.0
+    if tp > 1:
+        tier = ctx.tier(tp, tp)
+        size = t * h * ACT_BYTES
+        if sp:
+            one = collective_time_s("all_gather", size, tp, tier)
+            one += collective_time_s("reduce_scatter", size, tp, tier)
+        else:
+            one = collective_time_s("all_reduce", size, tp, tier)
+        exposed = TP_EXPOSED_FRACTION
+        if ctx.job.tp_comm_overlap:
+            exposed = 1.0 / tp + OVERLAP_COMPUTE_TAX
+        tp_f = 2.0 * one * min(exposed, 1.0)
+    # context parallel: ring exchange of K and V, hidden behind the attention core if it can be
+    cp_f = cp_b = 0.0
+    if cp > 1:
+        tier = ctx.tier(cp, tp * cp)
+        kv_bytes = t * kv_local * (m.head_dim + m.v_head_dim) * ACT_BYTES
+        ring = (cp - 1) * collective_time_s("send_recv", kv_bytes, 2, tier)
+        cp_f = max(0.0, ring - a_fwd)
+        cp_b = max(0.0, 2.0 * ring - a_bwd)
+    # expert parallel: dispatch and combine all-to-alls each way
+    ep_f = 0.0
+    if m.is_moe and ep > 1:
+        tier = ctx.tier(ep, tp * cp * ep)
+        size = t * m.experts_per_token * h * ACT_BYTES / (tp if sp else 1)
+        ep_f = frac_moe * 2.0 * collective_time_s("all_to_all", size, ep, tier)
+        if ctx.job.ep_comm_overlap:
+            # dispatch/combine of one microbatch run under another's compute (DualPipe)
+            ep_f *= OVERLAP_COMPUTE_TAX
+    res = LayerCost(
+        compute_fwd=g_fwd + a_fwd + e_fwd,
+        compute_bwd=g_bwd + a_bwd + e_bwd,
+        attn_fwd=a_fwd,
+        tp_fwd=tp_f,
+        tp_bwd=tp_f,
+        cp_fwd=cp_f,
+        cp_bwd=cp_b,
+        ep_fwd=ep_f,
+        ep_bwd=ep_f,
+    )
+    cache[key] = res
+    return res
+
+
+def _attention_core(ctx: ModelContext, t: float, tp: int, mb: int, cp: int) -> tuple[float, float]:
+    """(forward, backward) seconds of the attention core for one layer and microbatch."""
+    m = ctx.model
+    if ctx.job.attention in ("flash", "flash2"):
+        flops = ctx.attn_fwd_flops_per_token_layer * t / tp  # causal: masked blocks skipped
+        rate = ctx.peak16_flops * ctx.compute_fraction
+        f_fwd, f_bwd = ATTENTION_FWD_FRACTION, ATTENTION_BWD_FRACTION
+        if ctx.job.attention == "flash2" and ctx.hw.id.startswith(HOPPER_OR_NEWER_PREFIXES):
+            f_fwd, f_bwd = FA2_ON_HOPPER_FWD_FRACTION, FA2_ON_HOPPER_BWD_FRACTION
+        fwd = flops / (rate * f_fwd)
+        bwd = ATTENTION_BWD_FLOP_FACTOR * flops / (rate * f_bwd)
+        return fwd, bwd
+    # unfused: two batched GEMMs over the full s x s scores plus the softmax/dropout traffic
+    s = int(ctx.job.seq_len / cp)
+    heads = max(int(mb * m.heads / tp), 1)
+    qk = _gemm(ctx, s, s, m.head_dim, heads, dtype="bf16")
+    pv = _gemm(ctx, s, m.v_head_dim, s, heads, dtype="bf16")
+    scores = heads * float(s) * s
+    fwd = (qk[0] + pv[0]) / ctx.compute_fraction + scores * UNFUSED_SCORE_BYTES_FWD / ctx.bw_bytes_s
+    bwd = (qk[1] + pv[1]) / ctx.compute_fraction + scores * UNFUSED_SCORE_BYTES_BWD / ctx.bw_bytes_s
+    return fwd, bwd
+
+
+def logits_time_s(ctx: ModelContext, tp: int, cp: int, mb: int) -> float:
+    """Output projection forward+backward plus the cross-entropy, one microbatch."""
+    key = (tp, cp, mb)
+    cache = ctx.cache("logits")
+    hit = cache.get(key)
+    if hit is not None:
+        return hit  # type: ignore[return-value]
+    t = mb * ctx.job.seq_len / cp
+    # the vocabulary projection stays 16-bit in fp8 recipes (Transformer Engine runs only its
+    # own layers in fp8; Megatron-Core's output layer is a plain 16-bit linear)
+    dt = "bf16" if ctx.job.dtype == "fp8" else None
+    f, b = _gemm(ctx, t, ctx.model.vocab / tp, ctx.model.hidden, dtype=dt)
+    f, b = f / ctx.compute_fraction, b / ctx.compute_fraction
+    ce = t * ctx.model.vocab / tp * CROSS_ENTROPY_TRAFFIC_BYTES / ctx.bw_bytes_s
+    res = f + b + ce
+    cache[key] = res
+    return res
+
+
+@dataclass(frozen=True, slots=True)
+class StepBreakdown:
+    """Seconds per training step, by where the time goes (they add up to step_time_s)."""
+
+    compute: float
+    recompute: float
+    tp_comm: float
+    cp_comm: float
+    ep_comm: float
+    pp_comm: float
+    bubble: float
+    dp_comm: float
+    optimizer: float
+    other: float
+
+    @property
+    def step_time_s(self) -> float:
+        return (
+            self.compute
+            + self.recompute
+            + self.tp_comm
+            + self.cp_comm
+            + self.ep_comm
+            + self.pp_comm
+            + self.bubble
+            + self.dp_comm
+            + self.optimizer
+            + self.other
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "compute_s": self.compute,
+            "recompute_s": self.recompute,
+            "tp_comm_exposed_s": self.tp_comm,
+            "cp_comm_exposed_s": self.cp_comm,
+            "ep_comm_exposed_s": self.ep_comm,
+            "pp_comm_exposed_s": self.pp_comm,
+            "pipeline_bubble_s": self.bubble,
+            "dp_comm_exposed_s": self.dp_comm,
+            "optimizer_s": self.optimizer,
+            "other_s": self.other,
+        }
+
+
+def _dp_exposed(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: float) -> float:
+    """Exposed data-parallel traffic per step (gradient reduction, ZeRO gathers)."""
+    n = lay.dp * lay.cp
+    if n == 1:
+        return 0.0
+    key = (lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.zero)
+    cache = ctx.cache("dp")
+    hit = cache.get(key)
+    if hit is None:
+        p_first, _, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep)
+        tier = ctx.tier(n, lay.tp * n)
+        r = ctx.recipe
+        n_exp = max(n // lay.ep, 1)
+        tier_e = ctx.tier(n_exp, lay.tp * n) if n_exp > 1 else tier
+
+        def coll(op: str, per_param: float) -> float:
+            t = collective_time_s(op, p_first * per_param, n, tier)
+            if p_exp and n_exp > 1:
+                t += collective_time_s(op, p_exp * per_param, n_exp, tier_e)
+            return t
+
+        if lay.zero == 0:
+            hit = (coll("all_reduce", r.grads), 0.0)
+        elif lay.zero == 1:
+            hit = (coll("reduce_scatter", r.grads), coll("all_gather", ACT_BYTES))
+        else:
+            hit = (coll("reduce_scatter", r.grads), coll("all_gather", ACT_BYTES))
+        cache[key] = hit
+    reduce_s, gather_s = cast("tuple[float, float]", hit)
+
+    def exposed(comm: float, window: float) -> float:
+        hidden = min(comm, DP_OVERLAP_FRACTION * window)
+        return comm - hidden + OVERLAP_COMPUTE_TAX * hidden
+
+    if lay.zero <= 1:
+        # gradients reduce under the last microbatch's backward; the parameter all-gather
+        # after the optimizer overlaps the next step's first forward
+        return exposed(reduce_s, mb_bwd) + exposed(gather_s, mb_fwd)
+    layers = -(-ctx.layers // lay.pp)
+    if lay.zero == 2:
+        # gradients reduce-scattered after every microbatch's backward
+        return m * exposed(reduce_s, mb_bwd) + reduce_s / layers
+    # ZeRO-3 / FSDP: gather weights for forward and backward, reduce-scatter gradients, every
+    # microbatch, prefetched one layer ahead; the first layer's gather is never hidden
+    comm = 2.0 * gather_s + reduce_s
+    return m * (exposed(comm, mb_fwd + mb_bwd) + comm / layers)
+
+
+def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBreakdown:
+    m = microbatches
+    lc = layer_cost(ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel, lay.ep)
+    logits = logits_time_s(ctx, lay.tp, lay.cp, lay.microbatch)
+    layers_first = -(-ctx.layers // lay.pp)
+    layers_last = ctx.layers // lay.pp if lay.pp > 1 else ctx.layers
+    comp_layer = lc.compute_fwd + lc.compute_bwd
+    per_layer_total = (
+        comp_layer + lc.tp_fwd + lc.tp_bwd + lc.cp_fwd + lc.cp_bwd + lc.ep_fwd + lc.ep_bwd
+    )
+    if lay.recompute == "full":
+        rc_layer = lc.compute_fwd + lc.tp_fwd + lc.ep_fwd + lc.cp_fwd
+    elif lay.recompute == "selective":
+        rc_layer = lc.attn_fwd
+    else:
+        rc_layer = 0.0
+    # the slowest stage sets the pace: the first (most layers) or the last (layers + logits)
+    if lay.pp == 1:
+        n_layers, extra = ctx.layers, logits
+    elif (
+        layers_first * (per_layer_total + rc_layer)
+        >= layers_last * (per_layer_total + rc_layer) + logits
+    ):
+        n_layers, extra = layers_first, 0.0
+    else:
+        n_layers, extra = layers_last, logits
+    stage = n_layers * (per_layer_total + rc_layer) + extra
+    # pipeline point-to-point: activations forward, gradients backward, per virtual stage
+    pp_mb = 0.0
+    if lay.pp > 1:
+        size = lay.microbatch * ctx.job.seq_len / lay.cp * ctx.model.hidden * ACT_BYTES / lay.tp
+        tier = ctx.tier(2, ctx.job.gpus)
+        exposed = OVERLAP_COMPUTE_TAX if ctx.job.pp_comm_overlap else PP_EXPOSED_FRACTION
+        pp_mb = 2.0 * lay.vpp * collective_time_s("send_recv", size, 2, tier) * exposed
+    per_mb = stage + pp_mb
+    bubble = (lay.pp - 1) / lay.vpp * per_mb
+    mb_fwd = n_layers * lc.compute_fwd
+    mb_bwd = n_layers * lc.compute_bwd
+    dp = _dp_exposed(ctx, lay, m, mb_fwd, mb_bwd)
+    p_first, _, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep)
+    shard = lay.dp * lay.cp if lay.zero >= 1 else 1
+    shard_e = max(lay.dp * lay.cp // lay.ep, 1) if lay.zero >= 1 else 1
+    updated = p_first / shard + p_exp / shard_e
+    opt = updated * (ctx.recipe.total + ADAM_EXTRA_WRITE_BYTES) / ctx.bw_bytes_s
+    return StepBreakdown(
+        compute=m * (n_layers * comp_layer + extra),
+        recompute=m * n_layers * rc_layer,
+        tp_comm=m * n_layers * (lc.tp_fwd + lc.tp_bwd),
+        cp_comm=m * n_layers * (lc.cp_fwd + lc.cp_bwd),
+        ep_comm=m * n_layers * (lc.ep_fwd + lc.ep_bwd),
+        pp_comm=m * pp_mb,
+        bubble=bubble,
+        dp_comm=dp,
+        optimizer=opt,
+        other=STEP_FIXED_S,
+    )

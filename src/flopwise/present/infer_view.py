@@ -1,0 +1,189 @@
+"""Terminal views of the inference planner's documents (plan, sweep, target). No computing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flopwise.present.console import console, fmt_num, table
+
+
+def _pct(x: float | None) -> str:
+    return "unknown" if x is None else f"{x:.0%}"
+
+
+def _money(x: float | None) -> str:
+    return "— (give --price-per-gpu-hour)" if x is None else f"${x:,.3f}"
+
+
+def _fits(x: bool | None) -> str:
+    return {True: "yes", False: "NO", None: "unknown"}[x]
+
+
+def show_plan(doc: dict[str, Any]) -> None:
+    job, mem, prec = doc["job"], doc["memory"], doc["precision"]
+    batch = f"{doc['batch']}" + (
+        " (continuous, max that fits)" if doc["mode"] == "continuous" else ""
+    )
+    layout = f"{job['gpus']} x {doc['accelerator']} (tp {job['tp']}, pp {job['pp']}"
+    layout += f", {job['replicas']} replicas)" if job["replicas"] > 1 else ")"
+    rows = [
+        ("model", doc["model"]),
+        ("deployment", layout),
+        (
+            "precision",
+            f"{prec['mode']}: weights {prec['weight']}, KV {prec['kv']}, "
+            f"GEMMs {prec['activation']}",
+        ),
+        ("lengths", f"{job['input_len']} in, {job['output_len']} out; batch {batch}"),
+        ("time to first token", f"{fmt_num(doc['ttft_ms'])} ms"),
+        ("time per output token", f"{fmt_num(doc['tpot_ms'], 2)} ms"),
+        ("end-to-end latency", f"{fmt_num(doc['e2e_latency_s'], 2)} s"),
+        ("output tokens/s", f"{fmt_num(doc['output_tokens_per_s'])} (whole deployment)"),
+        ("tokens/s per user", fmt_num(doc["tokens_per_s_per_user"])),
+        ("KV cache", f"{fmt_num(doc['kv_cache_gib'], 2)} GiB per replica"),
+        (
+            "memory per GPU",
+            f"{fmt_num(doc['memory_per_gpu_gib'], 1)} GiB of "
+            f"{fmt_num(mem['usable_gib'], 1, 'unknown')} usable "
+            f"(fits: {_fits(doc['fits'])}, max batch {mem['max_batch']})",
+        ),
+        ("MBU / MFU", f"{_pct(doc['mbu'])} / {_pct(doc['mfu'])}"),
+        ("cost per 1M output tokens", _money(doc["cost_per_million_output_tokens"])),
+    ]
+    c = console()
+    c.print(table(f"Inference plan — {doc['engine']['name']} engine class", ["", ""], rows))
+    parts = (
+        ("prefill", "prefill (TTFT)"),
+        ("decode_step", "decode step (TPOT)"),
+        ("request", "whole request"),
+    )
+    cats = (
+        ("weights_read_ms", "weights read"),
+        ("kv_read_ms", "KV read"),
+        ("compute_ms", "compute"),
+        ("communication_ms", "communication"),
+        ("activations_ms", "activations"),
+        ("overhead_ms", "launch + runtime"),
+        ("total_ms", "total"),
+    )
+    brows = [
+        (label, *(fmt_num(doc["breakdown"][key][cat], 2) for key, _ in parts))
+        for cat, label in cats
+    ]
+    c.print(
+        table(
+            "Where the time goes (ms, one GPU)",
+            ["", *(t for _, t in parts)],
+            brows,
+            right=(1, 2, 3),
+        )
+    )
+    spec = doc.get("speculative")
+    if spec:
+        srows = [
+            (
+                "draft",
+                f"{spec['draft']}, acceptance {spec['acceptance']:.2f}, "
+                f"{spec['draft_tokens']} draft tokens",
+            ),
+            ("expected tokens per target step", fmt_num(spec["expected_tokens_per_step"], 2)),
+            (
+                "draft step / verify step",
+                f"{fmt_num(spec['draft_step_ms'], 2)} ms / {fmt_num(spec['verify_step_ms'], 2)} ms",
+            ),
+            (
+                "new time per output token",
+                f"{fmt_num(spec['tpot_ms'], 2)} ms (was {fmt_num(spec['baseline_tpot_ms'], 2)})",
+            ),
+            ("speed-up", f"{spec['speedup']:.2f}x"),
+            ("output tokens/s", fmt_num(spec["output_tokens_per_s"])),
+            (
+                "memory per GPU with draft",
+                f"{fmt_num(spec['memory_per_gpu_gib'], 1)} GiB (fits: {_fits(spec['fits'])})",
+            ),
+        ]
+        c.print(table("Speculative decoding (Leviathan et al. 2023)", ["", ""], srows))
+    if doc.get("suggestion"):
+        c.print(f"[bold]note:[/bold] {doc['suggestion']}")
+    for line in doc["assumptions"]:
+        c.print(f"[dim]- {line}[/dim]")
+
+
+def show_sweep(doc: dict[str, Any]) -> None:
+    job = doc["job"]
+    rows = [
+        (
+            p["batch"],
+            fmt_num(p["ttft_ms"]),
+            fmt_num(p["tpot_ms"], 2),
+            fmt_num(p["output_tokens_per_s"]),
+            fmt_num(p["tokens_per_s_per_user"]),
+            fmt_num(p["memory_per_gpu_gib"], 1),
+            _pct(p["mbu"]),
+            _pct(p["mfu"]),
+            "—"
+            if p["cost_per_million_output_tokens"] is None
+            else f"${p['cost_per_million_output_tokens']:,.3f}",
+        )
+        for p in doc["points"]
+    ]
+    title = (
+        f"Batch sweep — {doc['model']} on {job['gpus']} x {doc['accelerator']} "
+        f"(tp {job['tp']}), {job['input_len']} in / {job['output_len']} out"
+    )
+    console().print(
+        table(
+            title,
+            [
+                "batch",
+                "TTFT ms",
+                "TPOT ms",
+                "out tok/s",
+                "tok/s/user",
+                "GiB/GPU",
+                "MBU",
+                "MFU",
+                "$/1M out",
+            ],
+            rows,
+            right=tuple(range(9)),
+        )
+    )
+
+
+def show_target(doc: dict[str, Any]) -> None:
+    seed = doc["seed_check"]
+    found = doc["gpus"]
+    answer = (
+        f"{found} x {doc['accelerator']} (tp {doc['tp']}, pp {doc['pp']}): planned TPOT "
+        f"{fmt_num(doc['planned_tpot_ms'], 2)} ms"
+        if found
+        else "no group of up to 64 GPUs reaches it"
+        + (f" (best {fmt_num(doc['best_tpot_ms'], 2)} ms)" if doc["best_tpot_ms"] else "")
+    )
+    rows = [
+        (
+            "target",
+            f"{fmt_num(doc['target_tpot_ms'], 2)} ms per token "
+            f"({fmt_num(doc['target_tokens_per_s_per_user'])} tokens/s per user), "
+            f"batch {doc['batch']}",
+        ),
+        ("bytes read per decode step", f"{fmt_num(doc['bytes_per_step_gb'], 1)} GB"),
+        ("bandwidth at the roofline", f"{fmt_num(doc['roofline_bw_gbps'])} GB/s (100% of peak)"),
+        (
+            "peak bandwidth needed",
+            "unreachable: the engine's step time alone exceeds the target"
+            if doc["required_peak_bw_gbps"] is None
+            else f"{fmt_num(doc['required_peak_bw_gbps'])} GB/s (achievable fraction and "
+            "engine time charged)",
+        ),
+        ("GPUs needed", answer),
+    ]
+    c = console()
+    c.print(table(f"Target TPOT — {doc['model']}", ["", ""], rows))
+    c.print(
+        f"[dim]Seed check ({seed['claim']}): {seed['assumptions']}. For {doc['model']}: "
+        f"{fmt_num(seed['seed_rate_bw_gbps'])} GB/s at {seed['seed_tokens_per_s']:.0f} tokens/s; "
+        f"at reading speed ({seed['reading_tokens_per_s']:.1f} tokens/s, "
+        f"{seed['reading_speed_source']}) {fmt_num(seed['reading_speed_bw_gbps'])} GB/s.[/dim]"
+    )

@@ -1,0 +1,126 @@
+"""Terminal view of a training plan (the dict TrainPlan.to_dict() returns). No computing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flopwise.present.console import console, fmt_count, fmt_money, fmt_num, fmt_sci, table
+
+_MEMORY_ROWS = (
+    ("weights_gib", "weights"),
+    ("grads_gib", "gradients"),
+    ("master_weights_gib", "fp32 master weights"),
+    ("optimizer_gib", "optimizer states"),
+    ("zero3_gathered_gib", "ZeRO-3 gathered layers"),
+    ("activations_gib", "activations"),
+    ("logits_gib", "logits / loss buffers"),
+    ("allocator_fragmentation_gib", "allocator fragmentation"),
+    ("framework_overhead_gib", "CUDA context, NCCL, workspaces"),
+)
+
+_TIME_ROWS = (
+    ("compute_s", "compute (GEMMs, attention, elementwise)"),
+    ("recompute_s", "activation recompute"),
+    ("tp_comm_exposed_s", "tensor-parallel comms (exposed)"),
+    ("cp_comm_exposed_s", "context-parallel comms (exposed)"),
+    ("ep_comm_exposed_s", "expert-parallel all-to-all (exposed)"),
+    ("pp_comm_exposed_s", "pipeline send/recv (exposed)"),
+    ("pipeline_bubble_s", "pipeline bubble"),
+    ("dp_comm_exposed_s", "data-parallel comms (exposed)"),
+    ("optimizer_s", "optimizer step"),
+    ("other_s", "other (per-step fixed)"),
+)
+
+
+def _layout_text(lay: dict[str, Any]) -> str:
+    sp = " +SP" if lay["sequence_parallel"] else ""
+    return (
+        f"TP {lay['tp']} x PP {lay['pp']} x DP {lay['dp']} x CP {lay['cp']}"
+        f"{' x EP ' + str(lay['ep']) if lay['ep'] > 1 else ''}{sp}; "
+        f"microbatch {lay['microbatch']} x {lay['microbatches_per_step']} per step; "
+        f"vpp {lay['vpp']}; recompute {lay['recompute']}; ZeRO-{lay['zero']}"
+    )
+
+
+def show_train_plan(doc: dict[str, Any]) -> None:
+    out = console()
+    fits = {True: "yes", False: "NO", None: "unknown"}[doc["fits"]]
+    cost = fmt_money(doc["cost_usd"])
+    if doc["price_per_gpu_hour"] is not None:
+        cost += f" at ${doc['price_per_gpu_hour']:.2f}/GPU-h"
+    else:
+        cost += " (give --price-per-gpu-hour)"
+    summary = [
+        (
+            "model",
+            f"{doc['model']} ({fmt_count(doc['params'])} params, "
+            f"{fmt_count(doc['active_params'])} active)",
+        ),
+        (
+            "hardware",
+            f"{doc['gpus']} x {doc['accelerator']} ({doc['system'] or 'no system'}, "
+            f"{doc['gpus_per_node']}/node), {doc['dtype']}, recipe {doc['recipe']}",
+        ),
+        (
+            "job",
+            f"{fmt_count(doc['tokens'])} tokens, seq {doc['seq_len']}, global batch "
+            f"{doc['global_batch_seqs']} seqs ({fmt_count(doc['global_batch_tokens'])} tokens)",
+        ),
+        ("layout" if doc["fits"] is not False else "leanest layout", _layout_text(doc["layout"])),
+        (
+            "memory per GPU",
+            f"{doc['memory_per_gpu_gib']:,.1f} GiB of "
+            f"{fmt_num(doc['device_memory_gib'])} GiB (fits: {fits})",
+        ),
+        ("step time", f"{doc['step_time_s']:.3f} s, {doc['tokens_per_s']:,.0f} tokens/s"),
+        (
+            "TFLOPS per GPU",
+            f"{doc['tflops_per_gpu']:.0f} model, {doc['hw_tflops_per_gpu']:.0f} "
+            f"with recompute (peak {fmt_num(doc['peak_tflops'])})",
+        ),
+        ("MFU / HFU", f"{doc['mfu']:.1%} / {doc['hfu']:.1%}"),
+        ("training FLOPs", fmt_sci(doc["total_flops"])),
+        ("time", "unknown" if doc["train_days"] is None else f"{doc['train_days']:,.1f} days"),
+        ("GPU-hours", "unknown" if doc["gpu_hours"] is None else f"{doc['gpu_hours']:,.0f}"),
+        ("cost", cost),
+    ]
+    out.print(table("Training plan", ["", ""], summary, caption=doc["flops_convention"]))
+    mem = doc["memory_breakdown"]
+    mem_rows = [(label, f"{mem[key]:,.2f}") for key, label in _MEMORY_ROWS if mem[key]]
+    mem_rows.append(("total", f"{mem['total_gib']:,.2f}"))
+    out.print(
+        table(
+            f"Memory per GPU, GiB ({mem['stage']} pipeline stage)",
+            ["", "GiB"],
+            mem_rows,
+            right=(1,),
+        )
+    )
+    step = doc["step_time_s"]
+    bd = doc["breakdown"]
+    time_rows = [
+        (label, f"{bd[key]:.4f}", f"{bd[key] / step:.1%}") for key, label in _TIME_ROWS if bd[key]
+    ]
+    time_rows.append(("step", f"{step:.4f}", "100%"))
+    out.print(table("Step time", ["", "s", "share"], time_rows, right=(1, 2)))
+    s = doc["search"]
+    note = (
+        f"searched {s['configs_evaluated']:,} layouts ({s['feasible']:,} fit, "
+        f"{s['pruned_by_state_memory']:,} pruned on training-state memory) in "
+        f"{s['elapsed_s']:.2f} s"
+    )
+    if s["top"]:
+        alt = [
+            (_layout_text(c["layout"]), f"{c['step_time_s']:.3f}", f"{c['memory_per_gpu_gib']:.1f}")
+            for c in s["top"]
+        ]
+        out.print(
+            table("Next best layouts", ["layout", "step s", "GiB"], alt, caption=note, right=(1, 2))
+        )
+    else:
+        out.print(note)
+    if "nothing_fits" in s:
+        nf = s["nothing_fits"]
+        out.print(f"[bold red]Nothing fits:[/] {nf['why']}")
+        for what in nf["what_would"]:
+            out.print(f"  - {what}")

@@ -1,0 +1,173 @@
+"""Validation against published runs: the shared rows, and runs that are not in that file."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from flopwise.hardware import hardware_from_catalog
+from flopwise.plan.train import LayoutConstraints, TrainJob, plan_training
+from flopwise.validate.training import load_training_runs, validate_training
+from flopwise.workload.flops import train_flops_per_token
+from flopwise.workload.hf import load_model
+from flopwise.workload.spec import ModelSpec
+
+
+@pytest.fixture(scope="module")
+def report():  # type: ignore[no-untyped-def]
+    return validate_training()
+
+
+def test_shared_rows_mean_error_within_target(report) -> None:  # type: ignore[no-untyped-def]
+    assert report.n >= 45
+    assert report.mape_pct <= 5.0
+
+
+def test_only_known_outliers_exceed_twelve_percent(report) -> None:  # type: ignore[no-untyped-def]
+    # The rows the model misses by more than 12% (see the validation notes in the report):
+    # BLOOM-176B (Megatron-DeepSpeed), MPT-13B on 64 H100 (one microbatch per step, so FSDP
+    # traffic is exposed more than modelled) and Nemotron-22B (256k vocabulary on the last stage).
+    worse = {r.id for r in report.rows if abs(r.error_pct) > 12}
+    assert worse <= {
+        "bloom_176B",
+        "mpt_h100_13b_s2048_64gpu",
+        "nemotron2407_Nemotron-22B_64gpu",
+        "nemo2407_Nemotron-22B_64gpu",
+    }
+    assert report.max_abs_error_pct < 20
+
+
+def test_every_row_is_predicted_or_explained(report) -> None:  # type: ignore[no-untyped-def]
+    ids = {r["id"] for r in load_training_runs()}
+    seen = {r.id for r in report.rows} | {s.id for s in report.skipped}
+    assert seen == ids
+    assert all(s.reason for s in report.skipped)
+
+
+def test_like_is_compared_with_like(report) -> None:  # type: ignore[no-untyped-def]
+    metric = {r.id: r.metric for r in report.rows}
+    assert metric["n21_t1_529.6B"] == "hw_tflops_per_gpu"  # Eq. 3 counts recompute
+    assert metric["bloom_176B"] == "hw_tflops_per_gpu"  # BLOOM's 4*2 coefficient
+    assert metric["nemo2407_LLAMA3-70B_64gpu"] == "tflops_per_gpu"  # model FLOPs
+    assert metric["mpt_h100_7b_s2048_8gpu"] == "mfu"
+
+
+# ---- published runs not in the shared file ---------------------------------------------------
+
+# Llama 3 (arXiv:2407.21783) Table 4: 405B on H100 (Grand Teton, 400 Gb/s RoCE), BF16 MFU.
+# Meta publishes TP/CP/PP/DP, sequence and batch per DP group but not the recompute policy or
+# its FLOP convention; we assume no recompute (their memory savings came from the layout) and
+# compare in the causal-attention convention. Tolerance 12%.
+LLAMA3_TABLE4 = [
+    (8192, 8, 1, 16, 64, 8192, 32, 0.43),
+    (16384, 8, 1, 16, 128, 8192, 16, 0.41),
+    (16384, 8, 16, 16, 8, 131072, 16, 0.38),
+]
+
+
+@pytest.mark.parametrize(("gpus", "tp", "cp", "pp", "dp", "seq", "per_dp", "mfu"), LLAMA3_TABLE4)
+def test_llama3_405b_table4(
+    gpus: int, tp: int, cp: int, pp: int, dp: int, seq: int, per_dp: int, mfu: float
+) -> None:
+    model = load_model("llama-3.1-405b")
+    hw = replace(hardware_from_catalog("h100-sxm", "grand-teton-h100-roce"), memory_bytes=None)
+    job = TrainJob(gpus=gpus, seq_len=seq, global_batch_seqs=per_dp * dp, recipe="mcore-bf16")
+    plan = plan_training(
+        model,
+        hw,
+        job,
+        LayoutConstraints(tp=tp, cp=cp, pp=pp, dp=dp, zero=1, recompute="none", microbatch=1),
+    )
+    full = train_flops_per_token(model, seq).model
+    causal = train_flops_per_token(model, seq, convention="causal").model
+    predicted = plan.mfu * causal / full
+    assert predicted == pytest.approx(mfu, rel=0.12)
+
+
+def _mpt(h: int, heads: int, layers: int, seq: int) -> ModelSpec:
+    return ModelSpec(
+        name=f"mpt-{h}",
+        model_type="mpt",
+        hidden=h,
+        layers=layers,
+        heads=heads,
+        kv_heads=heads,
+        head_dim=h // heads,
+        v_head_dim=h // heads,
+        vocab=50368,
+        ffn=4 * h,
+        gated_mlp=False,
+        norm="layernorm_nobias",
+        tied_embeddings=True,
+        max_seq_len=seq,
+    )
+
+
+# MosaicML llm-foundry scripts/train/benchmarking/README.md, H100 80GB BF16 table, long-sequence
+# rows not in the shared file (8 GPUs, FSDP FULL_SHARD, activation checkpointing): these stress
+# the attention model at 8K-64K tokens. (hidden, heads, layers, seq, microbatch, grad accum, MFU)
+MPT_LONG = [
+    (4096, 32, 32, 8192, 8, 2, 0.3714),
+    (4096, 32, 32, 32768, 2, 2, 0.3094),
+    (4096, 32, 32, 65536, 1, 2, 0.2859),
+    (5120, 40, 40, 16384, 3, 3, 0.3555),
+    (5120, 40, 40, 32768, 1, 3, 0.3168),
+    (7168, 56, 48, 4096, 1, 21, 0.3586),
+]
+
+
+@pytest.mark.parametrize(("h", "heads", "layers", "seq", "mb", "ga", "mfu"), MPT_LONG)
+def test_mpt_long_sequences(
+    h: int, heads: int, layers: int, seq: int, mb: int, ga: int, mfu: float
+) -> None:
+    hw = replace(hardware_from_catalog("h100-sxm"), memory_bytes=None)
+    job = TrainJob(
+        gpus=8, seq_len=seq, global_batch_seqs=8 * mb * ga, attention="flash2", recipe="fsdp-mixed"
+    )
+    cons = LayoutConstraints(tp=1, pp=1, cp=1, dp=8, microbatch=mb, recompute="full", zero=3)
+    plan = plan_training(_mpt(h, heads, layers, seq), hw, job, cons)
+    # tolerance 20%: FlashAttention-2's Hopper efficiency at 32-64K tokens is the weak spot
+    assert plan.mfu == pytest.approx(mfu, rel=0.20)
+
+
+def test_published_layouts_fit_in_our_memory_model(report) -> None:  # type: ignore[no-untyped-def]
+    # every run in the shared file did fit on its GPUs; the memory model must agree, except
+    # Nemotron-340B, where the recompute policy is not published and we assume none
+    misfits = {r.id for r in report.rows if "does not fit" in r.note}
+    assert misfits <= {"nemo2407_Nemotron-340B_128gpu"}
+
+
+def test_deepseek_v3_gpu_hours_per_trillion_tokens() -> None:
+    # DeepSeek-V3 technical report (arXiv:2412.19437) §1: "training DeepSeek-V3 on each
+    # trillion tokens requires only 180K H800 GPU hours" on 2048 H800s with PP16, EP64 over
+    # 8 nodes, ZeRO-1 DP, no TP, FP8 GEMMs, DualPipe overlapping the all-to-alls (§3.2), 4K
+    # sequences and a 15360-sequence batch (§4.2). The H800 is the H100 SXM die with NVLink
+    # cut to 400 GB/s bidirectional: we take the h100-sxm description and say so explicitly,
+    # with the catalog's h800 scale-up bandwidth. DeepSeek recomputes norms and MLA
+    # up-projections (between our selective and full); memory savings it uses are not
+    # modelled, so memory is not checked. Tolerance 15%.
+    h800 = hardware_from_catalog("h800")
+    hw = replace(
+        hardware_from_catalog("h100-sxm"),
+        id="h800",
+        scaleup_bw_uni_gbps=h800.scaleup_bw_uni_gbps,
+        memory_bytes=None,
+    )
+    job = TrainJob(
+        gpus=2048,
+        seq_len=4096,
+        global_batch_seqs=15360,
+        dtype="fp8",
+        recipe="fp8-deepseek-v3",
+        pp_comm_overlap=True,
+        ep_comm_overlap=True,
+    )
+    cons = LayoutConstraints(tp=1, pp=16, ep=64, cp=1, zero=1, microbatch=1)
+    hours = {}
+    for rc in ("selective", "full"):
+        plan = plan_training(load_model("deepseek-v3"), hw, job, replace(cons, recompute=rc))
+        hours[rc] = 1e12 / plan.tokens_per_s * 2048 / 3600
+    assert hours["selective"] <= 180e3 * 1.15
+    assert hours["full"] >= 180e3 * 0.85
+    assert (hours["selective"] + hours["full"]) / 2 == pytest.approx(180e3, rel=0.15)

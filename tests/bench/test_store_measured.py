@@ -141,3 +141,33 @@ def test_measured_results_change_a_plan(tmp_path: Path) -> None:
         8192, 8192, 8192, catalog, "bf16"
     )
     assert measured.origins["matmul_tflops:bf16"].kind == "measured"
+
+
+def test_plan_train_measured_latest_uses_the_stored_results(tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    db = str(tmp_path / "r.sqlite")
+    store = ResultStore(db)
+    store.add("matmul", {"dtype": "bf16", "best_tflops": 500.0}, {}, accelerator="h100-sxm")
+    store.add("memory", {"triad_gbps": 2000.0}, {}, accelerator="h100-sxm")
+    args = (
+        "plan",
+        "train",
+        "llama-3.1-8b",
+        "-a",
+        "h100-sxm",
+        "--gpus",
+        "8",
+        "--tokens",
+        "1T",
+        "--json",
+        "--db",
+        db,
+    )
+    catalog = run_cli(*args)
+    measured = run_cli(*args, "--measured", "latest")
+    assert catalog.returncode == 0 and measured.returncode == 0, measured.stderr
+    days_catalog = json.loads(catalog.stdout)["train_days"]
+    days_measured = json.loads(measured.stdout)["train_days"]
+    # 500 TFLOPS measured is below the catalog's published H100 MAMF: the plan gets longer.
+    assert days_measured > days_catalog * 1.1

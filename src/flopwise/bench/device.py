@@ -102,7 +102,7 @@ def _load_backend(torch: Any, kind: str) -> Any | None:
     try:
         return torch.get_device_module(kind)
     except (RuntimeError, AttributeError):
-        return None
+        return getattr(torch, kind, None)  # torch < 2.3 has no get_device_module
 
 
 def _available(torch: Any, kind: str) -> int:

@@ -228,7 +228,13 @@ def test_ctrl_c_prints_and_stores_the_partial_run(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(8)  # torch imported, measuring: the 1,024-shape grid takes far longer than this
+    maps = Path(f"/proc/{proc.pid}/maps")
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        if maps.exists() and "libtorch" in maps.read_text(errors="replace"):
+            break  # torch is loaded; the run starts measuring right after
+        time.sleep(0.2)
+    time.sleep(4)  # measuring now: the 1,024-shape grid takes far longer than this
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

@@ -7,6 +7,8 @@ from typing import Any
 
 #: One module per benchmark, each with register(bench_subparsers).
 BENCH_MODULES: tuple[str, ...] = (
+    "flopwise.cli.bench_matmul_cmd",
+    "flopwise.cli.bench_memory_cmd",
     "flopwise.cli.bench_comms_cmd",
     "flopwise.cli.bench_io_cmd",
 )

@@ -12,7 +12,24 @@ from flopwise.present.jsonout import emit
 from flopwise.results.store import StoredResult
 
 
+def _headline(r: StoredResult) -> str | None:
+    """One readable line for the kinds whose summary keys are known."""
+    s = r.summary
+    if r.kind == "matmul" and isinstance(s.get("best_tflops"), (int, float)):
+        shape = "x".join(str(v) for v in s.get("best_shape") or [])
+        return (
+            f"{s['best_tflops']:,.3f} TFLOPS {s.get('dtype', '')} at {shape} "
+            f"({s.get('shapes_tried', '?')} shapes, {s.get('search', '')})"
+        )
+    if r.kind == "memory" and isinstance(s.get("triad_gbps"), (int, float)):
+        return f"triad {s['triad_gbps']:,.1f} GB/s, copy {s.get('copy_gbps') or 0:,.1f} GB/s"
+    return None
+
+
 def _summary_text(r: StoredResult) -> str:
+    headline = _headline(r)
+    if headline is not None:
+        return headline
     parts = []
     for key, value in r.summary.items():
         if isinstance(value, float):

@@ -1,0 +1,238 @@
+"""`flopwise bench matmul` as a library call: pick shapes, measure them, summarise the run.
+
+A run that is interrupted (Ctrl-C) keeps every shape measured so far and says so in its
+status; the caller stores and prints it like a complete one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from flopwise.bench.device import DeviceInfo, accelerator_id, import_torch, resolve_device
+from flopwise.bench.matmul import DType, MatmulKernel, ShapeResult, default_dtype, parse_dtype
+from flopwise.bench.matmul_search import (
+    SearchHints,
+    SearchPolicy,
+    SearchSpace,
+    directed_search,
+    grid_search,
+    values_from_range,
+)
+from flopwise.errors import FlopwiseError
+
+SEARCHES: tuple[str, ...] = ("auto", "grid")
+
+
+@dataclass(frozen=True, slots=True)
+class Defaults:
+    """Per-device-type defaults: the CPU ones finish in well under a minute on 2 cores."""
+
+    range: tuple[int, int, int]
+    budget_s: float
+    iterations: int
+    warmup: int
+    device_warmup_s: float
+
+
+#: CPU: sizes up to 2048 (fp32 GEMMs saturate a few cores well before that); a 20 s budget.
+CPU_DEFAULTS = Defaults(
+    range=(256, 2048, 256), budget_s=20.0, iterations=5, warmup=2, device_warmup_s=0.5
+)
+#: Accelerators: mamf-finder's documented sweep range 0..20480 step 256, a 60 s budget (the
+#: directed-search pull request to mamf-finder reports 40-60 s), 30 timed iterations per shape.
+ACCELERATOR_DEFAULTS = Defaults(
+    range=(256, 20480, 256), budget_s=60.0, iterations=30, warmup=5, device_warmup_s=5.0
+)
+
+
+def defaults_for(info: DeviceInfo) -> Defaults:
+    return ACCELERATOR_DEFAULTS if info.is_accelerator else CPU_DEFAULTS
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MatmulConfig:
+    """What to measure. None = the device's default (see `defaults_for`)."""
+
+    device: str = "auto"
+    dtype: str | None = None
+    search: str = "auto"
+    m: tuple[int, ...] | None = None
+    n: tuple[int, ...] | None = None
+    k: tuple[int, ...] | None = None
+    budget_s: float | None = None
+    iterations: int | None = None
+    warmup: int | None = None
+    device_warmup_s: float | None = None
+    seed: int = 0
+    policy: SearchPolicy = field(default_factory=SearchPolicy)
+
+    def __post_init__(self) -> None:
+        if self.search not in SEARCHES:
+            raise FlopwiseError(f"unknown search {self.search!r}; valid: {', '.join(SEARCHES)}")
+        if self.budget_s is not None and not self.budget_s > 0:
+            raise FlopwiseError(f"--budget-s must be positive, got {self.budget_s}")
+        if self.iterations is not None and self.iterations < 1:
+            raise FlopwiseError(f"--iterations must be at least 1, got {self.iterations}")
+        if self.warmup is not None and self.warmup < 0:
+            raise FlopwiseError(f"--warmup must not be negative, got {self.warmup}")
+
+    def space(self, d: Defaults) -> SearchSpace:
+        default = values_from_range(*d.range)
+        return SearchSpace(m=self.m or default, n=self.n or default, k=self.k or default)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MatmulRun:
+    """The outcome of one matmul benchmark run on one device."""
+
+    device: str
+    device_name: str
+    accelerator: str | None
+    dtype: str
+    search: str
+    status: str  # complete | interrupted
+    stop_reason: str
+    results: tuple[ShapeResult, ...]
+    space: SearchSpace
+    elapsed_s: float
+    spec_tflops: float | None
+    budget_s: float | None
+    iterations: int
+    warmup: int
+    timing_method: str
+    device_info: dict[str, Any]
+    provenance: dict[str, Any]
+
+    def _best(self) -> ShapeResult | None:
+        ok = [r for r in self.results if r.status == "ok" and r.max_tflops is not None]
+        return max(ok, key=lambda r: r.max_tflops or 0.0) if ok else None
+
+    @property
+    def best_tflops(self) -> float | None:
+        best = self._best()
+        return None if best is None else best.max_tflops
+
+    @property
+    def efficiency(self) -> float | None:
+        best = self.best_tflops
+        return None if best is None or not self.spec_tflops else best / self.spec_tflops
+
+    def summary(self) -> dict[str, Any]:
+        """The headline numbers (stored as the result's summary; read by --measured)."""
+        best = self._best()
+        return {
+            "device": self.device,
+            "device_name": self.device_name,
+            "dtype": self.dtype,
+            "search": self.search,
+            "best_tflops": self.best_tflops,
+            "best_shape": None if best is None else list(best.shape),
+            "median_tflops_at_best": None if best is None else best.median_tflops,
+            "shapes_tried": len(self.results),
+            "elapsed_s": self.elapsed_s,
+            "spec_tflops": self.spec_tflops,
+            "efficiency": self.efficiency,
+            "status": self.status,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.summary(),
+            "accelerator": self.accelerator,
+            "stop_reason": self.stop_reason,
+            "budget_s": self.budget_s,
+            "iterations": self.iterations,
+            "warmup": self.warmup,
+            "timing": self.timing_method,
+            "ranges": self.space.to_dict(),
+            "device_info": self.device_info,
+            "provenance": self.provenance,
+            "results": [r.to_dict() for r in self.results],
+        }
+
+
+def spec_tflops_for(accelerator: str | None, dtype: DType) -> float | None:
+    """Dense peak of the catalog accelerator for the dtype, or None when unknown."""
+    if accelerator is None or accelerator == "cpu":
+        return None
+    from flopwise.catalog import get_accelerator
+
+    return get_accelerator(accelerator).peak_tflops(dtype.name)
+
+
+def run_matmul(
+    config: MatmulConfig,
+    on_shape: Callable[[ShapeResult, float], None] | None = None,
+    *,
+    info: DeviceInfo | None = None,
+) -> MatmulRun:
+    """Measure matmul throughput on one device; Ctrl-C returns the partial run."""
+    torch = import_torch()
+    info = info or resolve_device(config.device)
+    _activate(torch, info)
+    d = defaults_for(info)
+    dtype = parse_dtype(config.dtype) if config.dtype else default_dtype(info)
+    space = config.space(d)
+    iterations = config.iterations or d.iterations
+    warmup = d.warmup if config.warmup is None else config.warmup
+    budget = config.budget_s if config.budget_s is not None else d.budget_s
+    kernel = MatmulKernel(torch, info, dtype, seed=config.seed)
+    from flopwise.bench.provenance import provenance
+
+    prov = provenance(torch, info)
+    results: list[ShapeResult] = []
+    t0 = time.monotonic()
+
+    def measure(shape: tuple[int, int, int]) -> float | None:
+        r = kernel.measure(shape, iterations, warmup)
+        results.append(r)
+        if on_shape is not None:
+            on_shape(r, time.monotonic() - t0)
+        return r.median_tflops
+
+    status, reason = "complete", ""
+    try:
+        mid = (space.m[len(space.m) // 2], space.n[len(space.n) // 2], space.k[len(space.k) // 2])
+        dws = d.device_warmup_s if config.device_warmup_s is None else config.device_warmup_s
+        kernel.warm_device(mid, dws)
+        t0 = time.monotonic()
+        if config.search == "grid":
+            trace = grid_search(space, measure, budget_s=config.budget_s)
+        else:
+            hints = SearchHints(
+                compute_units=info.compute_units if info.is_accelerator else None,
+                element_bytes=dtype.element_bytes,
+            )
+            trace = directed_search(space, hints, measure, budget_s=budget, policy=config.policy)
+        reason = trace.stop_reason
+    except KeyboardInterrupt:
+        status, reason = "interrupted", "interrupted"
+    acc = accelerator_id(info)
+    return MatmulRun(
+        device=info.spec,
+        device_name=info.name,
+        accelerator=acc,
+        dtype=dtype.name,
+        search=config.search,
+        status=status,
+        stop_reason=reason,
+        results=tuple(results),
+        space=space,
+        elapsed_s=time.monotonic() - t0,
+        spec_tflops=spec_tflops_for(acc, dtype),
+        budget_s=config.budget_s if config.search == "grid" else budget,
+        iterations=iterations,
+        warmup=warmup,
+        timing_method=kernel.timer.method,
+        device_info=info.to_dict(),
+        provenance=prov,
+    )
+
+
+def _activate(torch: Any, info: DeviceInfo) -> None:
+    """Make the device current so events and streams belong to it."""
+    if info.index is not None and info.is_accelerator and hasattr(torch, "accelerator"):
+        torch.accelerator.set_device_index(info.index)

@@ -1,0 +1,55 @@
+"""Where and how a measurement was taken, and saving it to the results store."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from flopwise.bench.device import DeviceInfo, accelerator_id
+
+
+def provenance(torch: Any, info: DeviceInfo) -> dict[str, Any]:
+    """Host, software versions and time of a run (UTC)."""
+    from flopwise import __version__
+
+    return {
+        "host": socket.gethostname(),
+        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "torch_version": str(torch.__version__),
+        "backend_version": info.backend_version,
+        "python_version": platform.python_version(),
+        "platform": platform.platform(),
+        "flopwise_version": __version__,
+        "torch_threads": int(torch.get_num_threads()),
+        "pid": os.getpid(),
+        "argv": sys.argv[1:],
+    }
+
+
+def save_run(
+    kind: str,
+    *,
+    summary: dict[str, Any],
+    payload: dict[str, Any],
+    status: str,
+    info: DeviceInfo,
+    db: str | Path | None,
+) -> int:
+    """Store one run (transactional; safe with several processes writing) and return its id."""
+    from flopwise.results.store import ResultStore
+
+    return ResultStore(db).add(
+        kind,
+        summary,
+        payload,
+        status=status,
+        device=info.spec,
+        device_name=info.name,
+        accelerator=accelerator_id(info),
+        host=str(payload.get("provenance", {}).get("host") or socket.gethostname()),
+    )

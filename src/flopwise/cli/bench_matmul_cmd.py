@@ -1,0 +1,169 @@
+"""`flopwise bench matmul`: achievable matmul TFLOPS by directed search (or the full grid)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from flopwise.cli._args import add_db, add_json, non_negative_float, positive_int, typed
+
+
+def register(bsub: Any) -> None:
+    p = bsub.add_parser(
+        "matmul",
+        help="achievable matmul TFLOPS (directed shape search)",
+        description="Measure the maximum achievable matmul TFLOPS of a device. The directed "
+        "search picks shapes from the device's properties (compute units, 128-byte alignment, "
+        "whole waves) inside the ranges; --search grid measures every shape in them.",
+    )
+    dev = p.add_mutually_exclusive_group()
+    dev.add_argument(
+        "--device",
+        default="auto",
+        metavar="DEV",
+        help="auto|cpu|cuda[:i]|xpu[:i]|hpu[:i]|mps (default auto: the accelerator if present)",
+    )
+    dev.add_argument(
+        "--devices",
+        metavar="all|LIST",
+        help="measure several local devices at once, one process each: 'all' or cuda:0,cuda:1",
+    )
+    p.add_argument(
+        "--dtype", help="bf16 (accelerator default), fp16, fp32 (CPU default), tf32, fp8"
+    )
+    p.add_argument("--search", choices=("auto", "grid"), default="auto", help="default auto")
+    for dim in ("m", "n", "k"):
+        g = p.add_mutually_exclusive_group()
+        g.add_argument(
+            f"--{dim}-range",
+            nargs=3,
+            type=int,
+            metavar=("START", "STOP", "STEP"),
+            help=f"{dim.upper()} sizes START..STOP (inclusive) every STEP",
+        )
+        g.add_argument(
+            f"--{dim}",
+            nargs="+",
+            type=positive_int,
+            metavar="N",
+            help=f"{dim.upper()} sizes as a list",
+        )
+    p.add_argument(
+        "--budget-s",
+        type=typed(non_negative_float),
+        metavar="S",
+        help="time budget of the directed search (default 20 s on CPU, 60 s on accelerators); "
+        "with --search grid it stops the grid early",
+    )
+    p.add_argument("--iterations", type=positive_int, metavar="N", help="timed runs per shape")
+    p.add_argument("--warmup", type=int, metavar="N", help="untimed runs per shape")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--out", metavar="FILE", help="also write the JSON document to FILE")
+    add_json(p)
+    add_db(p)
+    p.set_defaults(func=run)
+
+
+def _values(args: argparse.Namespace, dim: str) -> tuple[int, ...] | None:
+    from flopwise.bench.matmul_search import values_from_range
+
+    rng = getattr(args, f"{dim}_range")
+    if rng is not None:
+        return values_from_range(rng[0], rng[1], rng[2], what=f"--{dim}-range")
+    listed = getattr(args, dim)
+    return tuple(listed) if listed else None
+
+
+def config_from_args(args: argparse.Namespace) -> Any:
+    from flopwise.bench.device import parse_device_spec
+    from flopwise.bench.matmul import parse_dtype
+    from flopwise.bench.matmul_run import MatmulConfig
+
+    if args.devices is None:
+        parse_device_spec(args.device)
+    if args.dtype is not None:
+        parse_dtype(args.dtype)
+    return MatmulConfig(
+        device=args.device,
+        dtype=args.dtype,
+        search=args.search,
+        m=_values(args, "m"),
+        n=_values(args, "n"),
+        k=_values(args, "k"),
+        budget_s=args.budget_s or None,
+        iterations=args.iterations,
+        warmup=args.warmup,
+        seed=args.seed,
+    )
+
+
+def _devices(text: str) -> list[str]:
+    from flopwise.bench.device import local_devices, parse_device_spec
+
+    if text.strip().lower() == "all":
+        return local_devices()
+    specs = [s.strip() for s in text.split(",") if s.strip()]
+    for s in specs:
+        kind, _ = parse_device_spec(s)
+        if kind == "auto":
+            from flopwise.errors import FlopwiseError
+
+            raise FlopwiseError("--devices takes 'all' or explicit devices such as cuda:0,cuda:1")
+    return specs
+
+
+def run(args: argparse.Namespace) -> int:
+    from flopwise.present import bench_view
+    from flopwise.present.jsonout import dumps, emit
+
+    config = config_from_args(args)
+    if args.devices is not None:
+        from flopwise.bench.multi import run_matmul_devices
+
+        multi = run_matmul_devices(config, _devices(args.devices), args.db).to_dict()
+        _write(args.out, dumps(multi))
+        if args.json:
+            emit(multi)
+        else:
+            bench_view.show_matmul_devices(multi)
+        return 130 if multi["status"] == "interrupted" else 0
+
+    from flopwise.bench.device import resolve_device
+    from flopwise.bench.matmul_run import defaults_for, run_matmul
+    from flopwise.bench.provenance import save_run
+
+    info = resolve_device(config.device)
+    d = defaults_for(info)
+    space = config.space(d)
+    total = space.size if config.search == "grid" else None
+    budget = config.budget_s or (None if config.search == "grid" else d.budget_s)
+    with bench_view.matmul_progress(config.search, total, budget) as on_shape:
+        result = run_matmul(config, on_shape, info=info)
+    doc = result.to_dict()
+    result_id = save_run(
+        "matmul",
+        summary=result.summary(),
+        payload=doc,
+        status=result.status,
+        info=info,
+        db=args.db,
+    )
+    doc["result_id"] = result_id
+    _write(args.out, dumps(doc))
+    if args.json:
+        emit(doc)
+    else:
+        bench_view.show_matmul(doc, result_id)
+    return 130 if result.status == "interrupted" else 0
+
+
+def _write(path: str | None, text: str) -> None:
+    if path is None:
+        return
+    from flopwise.errors import FlopwiseError
+
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    except OSError as exc:
+        raise FlopwiseError(f"cannot write --out {path!r}: {exc.strerror}") from None

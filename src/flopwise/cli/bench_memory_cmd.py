@@ -1,0 +1,79 @@
+"""`flopwise bench memory`: BabelStream bandwidth (copy, mul, add, triad, dot) on a device."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from flopwise.cli._args import add_db, add_json, positive_int, typed
+
+
+def _size(text: str) -> int:
+    from flopwise.units import parse_size_bytes
+
+    return int(parse_size_bytes(text, "--array-size"))
+
+
+def register(bsub: Any) -> None:
+    p = bsub.add_parser(
+        "memory",
+        help="memory bandwidth (BabelStream kernels)",
+        description="Measure memory bandwidth with BabelStream's copy, mul, add, triad and dot "
+        "kernels through PyTorch (GB = 1e9 bytes), plus pinned host<->device copies on "
+        "accelerators. Arrays default to several times the last-level cache.",
+    )
+    p.add_argument(
+        "--device",
+        default="auto",
+        metavar="DEV",
+        help="auto|cpu|cuda[:i]|xpu[:i]|hpu[:i]|mps (default auto: the accelerator if present)",
+    )
+    p.add_argument("--dtype", default="fp32", choices=("fp32", "fp64"), help="default fp32")
+    p.add_argument(
+        "--array-size",
+        type=typed(_size),
+        metavar="SIZE",
+        help="bytes per array, e.g. 512MiB (default: max(4 x last-level cache, 256 MiB))",
+    )
+    p.add_argument("--iterations", type=positive_int, metavar="N", help="timed rounds")
+    p.add_argument("--warmup", type=int, metavar="N", help="untimed rounds first (default 1)")
+    p.add_argument("--out", metavar="FILE", help="also write the JSON document to FILE")
+    add_json(p)
+    add_db(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from flopwise.bench.device import parse_device_spec, resolve_device
+    from flopwise.bench.memory import MemoryConfig, run_memory
+    from flopwise.bench.provenance import save_run
+    from flopwise.cli.bench_matmul_cmd import _write
+    from flopwise.present import bench_view
+    from flopwise.present.jsonout import dumps, emit
+
+    parse_device_spec(args.device)
+    config = MemoryConfig(
+        device=args.device,
+        dtype=args.dtype,
+        array_bytes=args.array_size,
+        iterations=args.iterations,
+        warmup=args.warmup,
+    )
+    info = resolve_device(config.device)
+    with bench_view.rounds_progress("memory") as on_round:
+        result = run_memory(config, on_round, info=info)
+    doc = result.to_dict()
+    doc["result_id"] = save_run(
+        "memory",
+        summary=result.summary(),
+        payload=doc,
+        status=result.status,
+        info=info,
+        db=args.db,
+    )
+    _write(args.out, dumps(doc))
+    if args.json:
+        emit(doc)
+    else:
+        bench_view.show_memory(doc, doc["result_id"])
+    return 130 if result.status == "interrupted" else 0

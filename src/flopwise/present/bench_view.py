@@ -1,0 +1,199 @@
+"""Terminal views of benchmark runs, and the progress bar (on stderr, so --json stays clean)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from flopwise.present.console import console, fmt_num, table
+
+#: Rows of the per-shape table in the terminal view (JSON has them all).
+TOP_SHAPES = 10
+
+
+def _stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+@contextmanager
+def matmul_progress(
+    search: str, total_shapes: int | None, budget_s: float | None, enabled: bool = True
+) -> Iterator[Callable[[Any, float], None]]:
+    """Yield an on_shape(result, elapsed_s) callback that drives a progress bar on stderr.
+
+    Grid: one step per shape. Directed search: the bar fills with the time budget.
+    """
+    if not enabled:
+        yield lambda _r, _e: None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    best = [0.0]
+    count = [0]
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=_stderr_console(),
+        transient=True,
+    ) as bar:
+        by_time = search != "grid" and budget_s is not None
+        total = budget_s if by_time else total_shapes
+        task = bar.add_task(f"matmul {search}", total=total, info="")
+
+        def on_shape(result: Any, elapsed_s: float) -> None:
+            count[0] += 1
+            if result.max_tflops:
+                best[0] = max(best[0], result.max_tflops)
+            shape = f"{result.m}x{result.n}x{result.k}"
+            info = f"{count[0]} shapes, last {shape} {result.status}, best {best[0]:.3f} TFLOPS"
+            if by_time:
+                bar.update(task, completed=min(elapsed_s, total or elapsed_s), info=info)
+            else:
+                bar.update(task, advance=1, info=info)
+
+        yield on_shape
+
+
+@contextmanager
+def rounds_progress(what: str, enabled: bool = True) -> Iterator[Callable[[int, int], None]]:
+    """Yield an on_round(done, total) callback for the memory benchmark."""
+    if not enabled:
+        yield lambda _d, _t: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(
+        TextColumn(f"[bold]{what}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=_stderr_console(),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(what, total=None)
+
+        def on_round(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield on_round
+
+
+def _shape(s: Any) -> str:
+    return "—" if not s else "x".join(str(v) for v in s)
+
+
+def _pct(value: float | None) -> str:
+    return "unknown" if value is None else f"{100 * value:.1f}%"
+
+
+def show_matmul(doc: dict[str, Any], result_id: int | None = None) -> None:
+    """Headline and the best shapes of one matmul run."""
+    ok = [r for r in doc["results"] if r["status"] == "ok"]
+    skipped = [r for r in doc["results"] if r["status"] != "ok"]
+    top = sorted(ok, key=lambda r: r["max_tflops"] or 0.0, reverse=True)[:TOP_SHAPES]
+    rows = [
+        (
+            _shape((r["m"], r["n"], r["k"])),
+            fmt_num(r["max_tflops"], 3),
+            fmt_num(r["median_tflops"], 3),
+            f"{1e3 * r['median_s']:.3f}",
+        )
+        for r in top
+    ]
+    c = console()
+    c.print(
+        table(
+            f"Best shapes of {len(doc['results'])} tried on {doc['device']} "
+            f"({doc['device_name']}), {doc['dtype']}, search {doc['search']}",
+            ["M x N x K", "max TFLOPS", "median TFLOPS", "median ms"],
+            rows,
+            right=(1, 2, 3),
+        )
+    )
+    if skipped:
+        c.print(
+            f"skipped {len(skipped)} shape(s): "
+            + ", ".join(f"{_shape((r['m'], r['n'], r['k']))} ({r['status']})" for r in skipped[:5])
+            + (" ..." if len(skipped) > 5 else "")
+        )
+    spec = doc.get("spec_tflops")
+    c.print(
+        f"best {fmt_num(doc['best_tflops'], 3)} TFLOPS at {_shape(doc['best_shape'])} "
+        f"(median there {fmt_num(doc['median_tflops_at_best'], 3)}); "
+        f"spec {fmt_num(spec, 1)} TFLOPS, efficiency {_pct(doc.get('efficiency'))}; "
+        f"{doc['shapes_tried']} shapes in {doc['elapsed_s']:.1f} s ({doc['stop_reason']})"
+    )
+    _footer(doc, result_id)
+
+
+def show_matmul_devices(doc: dict[str, Any]) -> None:
+    rows = [
+        (
+            r.get("device"),
+            r.get("device_name", ""),
+            fmt_num(r.get("best_tflops"), 3),
+            _shape(r.get("best_shape")),
+            r.get("status"),
+            r.get("result_id", ""),
+        )
+        for r in doc["devices"]
+    ]
+    c = console()
+    c.print(
+        table(
+            "Matmul TFLOPS per device",
+            ["device", "name", "best TFLOPS", "at M x N x K", "status", "result id"],
+            rows,
+            right=(2,),
+        )
+    )
+    slow = doc.get("slowest")
+    if slow:
+        c.print(
+            f"slowest {slow['device']} at {fmt_num(slow['best_tflops'], 3)} TFLOPS; "
+            f"spread {_pct(doc.get('spread'))} (fastest vs slowest)"
+        )
+
+
+def show_memory(doc: dict[str, Any], result_id: int | None = None) -> None:
+    kernels = doc["kernels"]
+    rows = [
+        (
+            name,
+            fmt_num(k["gbps"], 1),
+            fmt_num(k["median_gbps"], 1),
+            f"{k['bytes_moved'] / 2**20:,.0f}",
+            k["runs"],
+        )
+        for name, k in kernels.items()
+    ]
+    for label, key in (("host→device (pinned)", "h2d_gbps"), ("device→host (pinned)", "d2h_gbps")):
+        if doc.get(key) is not None:
+            rows.append((label, fmt_num(doc[key], 1), "", "", ""))
+    c = console()
+    c.print(
+        table(
+            f"Memory bandwidth on {doc['device']} ({doc['device_name']}), "
+            f"arrays of {doc['array_bytes'] / 2**20:,.0f} MiB {doc['dtype']}",
+            ["kernel", "best GB/s", "median GB/s", "MiB moved", "runs"],
+            rows,
+            right=(1, 2, 3, 4),
+        )
+    )
+    c.print(
+        f"triad {fmt_num(doc.get('triad_gbps'), 1)} GB/s; spec {fmt_num(doc.get('spec_gbps'), 0)}"
+        f" GB/s, efficiency {_pct(doc.get('efficiency'))} (GB = 1e9 bytes)"
+    )
+    _footer(doc, result_id)
+
+
+def _footer(doc: dict[str, Any], result_id: int | None) -> None:
+    c = console()
+    if doc.get("status") == "interrupted":
+        c.print("[bold]interrupted[/bold]: these are the results measured before Ctrl-C")
+    if result_id is not None:
+        c.print(f"stored as result {result_id} (flopwise results show {result_id})")

@@ -73,7 +73,8 @@ class ModelContext:
         dtype = "bf16" if job.dtype == "fp16" and "fp16" not in hw.peak_tflops else job.dtype
         self.peak_flops = hw.peak(dtype) * 1e12
         self.capacity_bytes = hw.memory_bytes
-        self.compute_fraction = sustained_compute_fraction(hw.id)
+        override = job.sustained_compute_fraction
+        self.compute_fraction = override if override else sustained_compute_fraction(hw.id)
         norms = m.norms_per_layer * norm_params(m, m.hidden)
         attn = attention_params(m)
         self.dense_layer_params = attn + mlp_params(m, m.ffn) + norms

@@ -45,6 +45,17 @@ class TrainJob:
     # overlap expert-parallel all-to-alls with another microbatch's compute (DeepSeek-V3's
     # DualPipe, arXiv:2412.19437 §3.2.1); off: dispatch and combine sit on the critical path
     ep_comm_overlap: bool = False
+    # the data-parallel gradient reduction overlaps the backward pass (PyTorch DDP and FSDP
+    # buckets, Megatron-Core overlap_grad_reduce); off: it runs after the last backward
+    # (Megatron-LM 2021 --DDP-impl local, DeepSpeed's pipeline engine ReduceGrads)
+    dp_comm_overlap: bool = True
+    # pipeline sends split the activation over the TP ranks and all-gather it on the receiver
+    # (Megatron-LM's scatter/gather optimisation, Narayanan et al. 2021 §4.1; implicit with
+    # sequence parallelism); off: every TP rank sends the whole tensor (DeepSpeed PipelineEngine)
+    pp_scatter_gather: bool = True
+    # share of the MAMF-based GEMM/attention rate sustained inside a step; None: the calibrated
+    # per-die value (constants.SUSTAINED_COMPUTE_FRACTION)
+    sustained_compute_fraction: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("gpus", "seq_len", "global_batch_seqs"):
@@ -64,6 +75,9 @@ class TrainJob:
             raise FlopwiseError(
                 f"attention {self.attention!r} is not one of {', '.join(ATTENTION_IMPLS)}"
             )
+        f = self.sustained_compute_fraction
+        if f is not None and not 0.0 < f <= 1.0:
+            raise FlopwiseError(f"sustained compute fraction must be in (0, 1], got {f}")
         if self.objective not in OBJECTIVES:
             raise FlopwiseError(f"objective {self.objective!r} is not one of time, cost")
 

@@ -39,10 +39,12 @@ from .constants import (
     TP_EXPOSED_FRACTION,
     UNFUSED_SCORE_BYTES_BWD,
     UNFUSED_SCORE_BYTES_FWD,
+    zero_grad_handling_bytes,
 )
 from .context import ModelContext
 from .layout import Layout
 from .memory import _stage_params
+from .recipes import grad_reduce_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,12 +294,11 @@ def _dp_exposed(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: f
                 t += collective_time_s(op, p_exp * per_param, n_exp, tier_e)
             return t
 
+        rb = grad_reduce_bytes(r)
         if lay.zero == 0:
-            hit = (coll("all_reduce", r.grads), 0.0)
-        elif lay.zero == 1:
-            hit = (coll("reduce_scatter", r.grads), coll("all_gather", ACT_BYTES))
+            hit = (coll("all_reduce", rb), 0.0)
         else:
-            hit = (coll("reduce_scatter", r.grads), coll("all_gather", ACT_BYTES))
+            hit = (coll("reduce_scatter", rb), coll("all_gather", ACT_BYTES))
         cache[key] = hit
     reduce_s, gather_s = cast("tuple[float, float]", hit)
 
@@ -306,6 +307,9 @@ def _dp_exposed(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: f
         return comm - hidden + OVERLAP_COMPUTE_TAX * hidden
 
     if lay.zero <= 1:
+        if not ctx.job.dp_comm_overlap:
+            # reduced after the last backward, gathered after the optimizer: all exposed
+            return reduce_s + gather_s
         # gradients reduce under the last microbatch's backward; the parameter all-gather
         # after the optimizer overlaps the next step's first forward
         return exposed(reduce_s, mb_bwd) + exposed(gather_s, mb_fwd)
@@ -317,6 +321,17 @@ def _dp_exposed(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: f
     # microbatch, prefetched one layer ahead; the first layer's gather is never hidden
     comm = 2.0 * gather_s + reduce_s
     return m * (exposed(comm, mb_fwd + mb_bwd) + comm / layers)
+
+
+def _tied_embedding_s(ctx: ModelContext, lay: Layout) -> float:
+    """All-reduce of the tied word-embedding gradient between the first and the last pipeline
+    stage, after the pipeline flush and before the optimizer (Megatron-LM
+    _allreduce_embedding_grads / finalize_model_grads; DeepSpeed ReduceTiedGrads): exposed."""
+    if ctx.counts.lm_head or not ctx.counts.embedding:
+        return 0.0
+    rows = ctx.counts.output_projection / lay.tp
+    tier = ctx.tier(2, ctx.job.gpus)
+    return collective_time_s("all_reduce", rows * grad_reduce_bytes(ctx.recipe), 2, tier)
 
 
 def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBreakdown:
@@ -348,11 +363,15 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     stage = n_layers * (per_layer_total + rc_layer) + extra
     # pipeline point-to-point: activations forward, gradients backward, per virtual stage
     pp_mb = 0.0
+    tied_s = 0.0
     if lay.pp > 1:
-        size = lay.microbatch * ctx.job.seq_len / lay.cp * ctx.model.hidden * ACT_BYTES / lay.tp
+        size = lay.microbatch * ctx.job.seq_len / lay.cp * ctx.model.hidden * ACT_BYTES
+        if ctx.job.pp_scatter_gather or lay.sequence_parallel:
+            size /= lay.tp
         tier = ctx.tier(2, ctx.job.gpus)
         exposed = OVERLAP_COMPUTE_TAX if ctx.job.pp_comm_overlap else PP_EXPOSED_FRACTION
         pp_mb = 2.0 * lay.vpp * collective_time_s("send_recv", size, 2, tier) * exposed
+        tied_s = _tied_embedding_s(ctx, lay)
     per_mb = stage + pp_mb
     bubble = (lay.pp - 1) / lay.vpp * per_mb
     mb_fwd = n_layers * lc.compute_fwd
@@ -363,15 +382,20 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     shard_e = max(lay.dp * lay.cp // lay.ep, 1) if lay.zero >= 1 else 1
     updated = p_first / shard + p_exp / shard_e
     opt = updated * (ctx.recipe.total + ADAM_EXTRA_WRITE_BYTES) / ctx.bw_bytes_s
+    # ZeRO-2/3: every microbatch's unsharded gradients are flattened, cast and divided in HBM
+    other = STEP_FIXED_S
+    if lay.zero >= 2 and lay.dp * lay.cp > 1:
+        per_param = zero_grad_handling_bytes(grad_reduce_bytes(ctx.recipe))
+        other += m * (p_first + p_exp) * per_param / ctx.bw_bytes_s
     return StepBreakdown(
         compute=m * (n_layers * comp_layer + extra),
         recompute=m * n_layers * rc_layer,
         tp_comm=m * n_layers * (lc.tp_fwd + lc.tp_bwd),
         cp_comm=m * n_layers * (lc.cp_fwd + lc.cp_bwd),
         ep_comm=m * n_layers * (lc.ep_fwd + lc.ep_bwd),
-        pp_comm=m * pp_mb,
+        pp_comm=m * pp_mb + tied_s,
         bubble=bubble,
         dp_comm=dp,
         optimizer=opt,
-        other=STEP_FIXED_S,
+        other=other,
     )

@@ -102,6 +102,13 @@ def register(psub: Any) -> None:
     )
     g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), help="ZeRO stage over DP (x CP)")
     g.add_argument(
+        "--hsdp",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="hybrid sharding: ZeRO-3 inside each node, replicas across nodes (FSDP "
+        "HYBRID_SHARD; implies --zero 3)",
+    )
+    g.add_argument(
         "--sequence-parallel",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -205,6 +212,7 @@ def run_train(args: argparse.Namespace) -> int:
         recompute=args.recompute,
         zero=args.zero,
         sequence_parallel=args.sequence_parallel,
+        hsdp=args.hsdp,
     )
     plan = plan_training(model, hw, job, cons)
     doc = plan.to_dict()

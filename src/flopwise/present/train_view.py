@@ -28,7 +28,7 @@ _TIME_ROWS = (
     ("pipeline_bubble_s", "pipeline bubble"),
     ("dp_comm_exposed_s", "data-parallel comms (exposed)"),
     ("optimizer_s", "optimizer step"),
-    ("other_s", "other (per-step fixed)"),
+    ("other_s", "other (fixed + ZeRO-2/3 gradient handling)"),
 )
 
 
@@ -39,6 +39,7 @@ def _layout_text(lay: dict[str, Any]) -> str:
         f"{' x EP ' + str(lay['ep']) if lay['ep'] > 1 else ''}{sp}; "
         f"microbatch {lay['microbatch']} x {lay['microbatches_per_step']} per step; "
         f"vpp {lay['vpp']}; recompute {lay['recompute']}; ZeRO-{lay['zero']}"
+        f"{' (HSDP: sharded per node)' if lay.get('hsdp') else ''}"
     )
 
 

@@ -136,6 +136,15 @@ class ModelContext:
         cache[key] = tier
         return tier
 
+    def shard_group(self, tp: int, dp: int, cp: int, hsdp: bool) -> int:
+        """GPUs that ZeRO shards the training state over: the whole DP x CP group, or with
+        HSDP the members of that group inside one node (rank order tp-cp-dp: the group's
+        ranks sit tp apart, so a node holds gpus_per_node / tp of them)."""
+        n = dp * cp
+        if not hsdp:
+            return n
+        return max(1, min(n, self.gpus_per_node // tp if tp <= self.gpus_per_node else 1))
+
     @property
     def layers(self) -> int:
         return self.model.layers

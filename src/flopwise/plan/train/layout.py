@@ -106,6 +106,7 @@ class LayoutConstraints:
     recompute: str | None = None
     zero: int | None = None
     sequence_parallel: bool | None = None
+    hsdp: bool | None = None  # ZeRO-3 inside a node, replicated across nodes
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "microbatch"):
@@ -118,6 +119,11 @@ class LayoutConstraints:
             )
         if self.zero is not None and self.zero not in (0, 1, 2, 3):
             raise FlopwiseError(f"--zero must be 0, 1, 2 or 3, got {self.zero}")
+        if self.hsdp and self.zero is not None and self.zero != 3:
+            raise FlopwiseError(
+                f"--hsdp shards like ZeRO-3 inside each node; it needs --zero 3, got --zero "
+                f"{self.zero}"
+            )
 
     def given(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -137,6 +143,9 @@ class Layout:
     recompute: str = "none"
     zero: int = 1
     sequence_parallel: bool = False
+    # hybrid sharding (FSDP HYBRID_SHARD, DeepSpeed ZeRO++ hpZ-style): ZeRO-3 over the
+    # data-parallel ranks inside one node, plain replication (gradient all-reduce) across nodes
+    hsdp: bool = False
 
     @property
     def model_parallel(self) -> int:
@@ -217,6 +226,8 @@ def layout_problem(model: ModelSpec, job: TrainJob, lay: Layout) -> str | None:
         )
     if lay.sequence_parallel and lay.tp == 1:
         return "sequence parallelism needs tp > 1"
+    if lay.hsdp and lay.zero != 3:
+        return f"hsdp shards like ZeRO-3 inside each node; it needs zero=3, got zero={lay.zero}"
     if lay.recompute not in RECOMPUTE_MODES:
         return f"recompute {lay.recompute!r} is not one of {', '.join(RECOMPUTE_MODES)}"
     return None
@@ -309,4 +320,6 @@ def explain_constraints(model: ModelSpec, job: TrainJob, cons: LayoutConstraints
         return "sequence parallelism needs tp > 1"
     if cons.pp is not None and cons.pp > 1 and cons.zero is not None and cons.zero > 1:
         return f"zero={cons.zero} shards gradients, which pipeline parallelism cannot use"
+    if cons.hsdp and cons.pp is not None and cons.pp > 1:
+        return f"hsdp shards like ZeRO-3, which pipeline parallelism (pp={cons.pp}) cannot use"
     return None

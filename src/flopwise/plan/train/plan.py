@@ -263,8 +263,9 @@ def _fixed_layout(cons: LayoutConstraints) -> Layout:
         vpp=cons.vpp or 1,
         microbatch=cons.microbatch or 1,
         recompute=cons.recompute or "none",
-        zero=1 if cons.zero is None else cons.zero,
+        zero=(3 if cons.hsdp else 1) if cons.zero is None else cons.zero,
         sequence_parallel=bool(cons.sequence_parallel),
+        hsdp=bool(cons.hsdp),
     )
 
 

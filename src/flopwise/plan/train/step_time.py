@@ -278,27 +278,40 @@ def _dp_exposed(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: f
     n = lay.dp * lay.cp
     if n == 1:
         return 0.0
-    key = (lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.zero)
+    key = (lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.zero, lay.hsdp)
     cache = ctx.cache("dp")
     hit = cache.get(key)
     if hit is None:
         p_first, _, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep)
-        tier = ctx.tier(n, lay.tp * n)
-        r = ctx.recipe
+        rb = grad_reduce_bytes(ctx.recipe)
+        shard = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp)
         n_exp = max(n // lay.ep, 1)
-        tier_e = ctx.tier(n_exp, lay.tp * n) if n_exp > 1 else tier
 
-        def coll(op: str, per_param: float) -> float:
-            t = collective_time_s(op, p_first * per_param, n, tier)
-            if p_exp and n_exp > 1:
-                t += collective_time_s(op, p_exp * per_param, n_exp, tier_e)
-            return t
+        def traffic(params: float, group: int, s: int) -> tuple[float, float]:
+            """(gradient reduction, parameter gather) seconds for `params` over a DP group of
+            `group` ranks sharded in groups of `s` (s = group unless HSDP)."""
+            if group <= 1 or not params:
+                return 0.0, 0.0
+            tier = ctx.tier(group, lay.tp * n)
+            if lay.zero == 0:
+                return collective_time_s("all_reduce", params * rb, group, tier), 0.0
+            if s >= group:
+                return (
+                    collective_time_s("reduce_scatter", params * rb, group, tier),
+                    collective_time_s("all_gather", params * ACT_BYTES, group, tier),
+                )
+            # HSDP: reduce-scatter and gather inside the node, then all-reduce each GPU's
+            # shard with its replicas in the other nodes (FSDP HYBRID_SHARD post-backward)
+            inner = ctx.tier(s, lay.tp * s)
+            reps = group // s
+            outer = ctx.tier(reps, lay.tp * n)
+            red = collective_time_s("reduce_scatter", params * rb, s, inner)
+            red += collective_time_s("all_reduce", params / s * rb, reps, outer)
+            return red, collective_time_s("all_gather", params * ACT_BYTES, s, inner)
 
-        rb = grad_reduce_bytes(r)
-        if lay.zero == 0:
-            hit = (coll("all_reduce", rb), 0.0)
-        else:
-            hit = (coll("reduce_scatter", rb), coll("all_gather", ACT_BYTES))
+        a = traffic(p_first, n, shard)
+        b = traffic(p_exp, n_exp, min(shard, n_exp))
+        hit = (a[0] + b[0], a[1] + b[1])
         cache[key] = hit
     reduce_s, gather_s = cast("tuple[float, float]", hit)
 
@@ -378,8 +391,8 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     mb_bwd = n_layers * lc.compute_bwd
     dp = _dp_exposed(ctx, lay, m, mb_fwd, mb_bwd)
     p_first, _, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep)
-    shard = lay.dp * lay.cp if lay.zero >= 1 else 1
-    shard_e = max(lay.dp * lay.cp // lay.ep, 1) if lay.zero >= 1 else 1
+    shard = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp) if lay.zero >= 1 else 1
+    shard_e = max(min(shard, lay.dp * lay.cp // lay.ep), 1) if lay.zero >= 1 else 1
     updated = p_first / shard + p_exp / shard_e
     opt = updated * (ctx.recipe.total + ADAM_EXTRA_WRITE_BYTES) / ctx.bw_bytes_s
     # ZeRO-2/3: every microbatch's unsharded gradients are flattened, cast and divided in HBM

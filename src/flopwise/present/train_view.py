@@ -62,6 +62,11 @@ def show_train_plan(doc: dict[str, Any]) -> None:
             f"{doc['gpus']} x {doc['accelerator']} ({doc['system'] or 'no system'}, "
             f"{doc['gpus_per_node']}/node), {doc['dtype']}, recipe {doc['recipe']}",
         ),
+        *(
+            [("measured", "; ".join(f"{k} {fmt_num(v['value'])} ({v['source']})" for k, v in m))]
+            if (m := sorted(doc.get("measured", {}).items()))
+            else []
+        ),
         (
             "job",
             f"{fmt_count(doc['tokens'])} tokens, seq {doc['seq_len']}, global batch "

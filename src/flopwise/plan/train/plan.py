@@ -96,6 +96,7 @@ class TrainPlan:
             "model": self.model.name,
             "accelerator": self.hardware.id,
             "system": self.hardware.system_id,
+            "measured": _measured(self.hardware),
             "gpus_per_node": c["gpus_per_node"],
             "dtype": job.dtype,
             "recipe": job.recipe_name,
@@ -146,6 +147,20 @@ class TrainPlan:
         if self.why_not:
             d["nothing_fits"] = {"why": self.why_not, "what_would": list(self.suggestions)}
         return d
+
+
+def _measured(hw: Hardware) -> dict[str, Any]:
+    """The hardware numbers that came from stored benchmark results (--measured), by field."""
+    out: dict[str, Any] = {}
+    for name, origin in hw.origins.items():
+        if origin.kind != "measured":
+            continue
+        if name.startswith("matmul_tflops:"):
+            value = hw.matmul_tflops.get(name.split(":", 1)[1])
+        else:
+            value = getattr(hw, name, None)
+        out[name] = {"value": value, "source": origin.detail}
+    return out
 
 
 def _cand_dict(c: Candidate) -> dict[str, Any]:

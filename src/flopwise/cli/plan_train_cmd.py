@@ -81,6 +81,13 @@ def register(psub: Any) -> None:
     )
     t.add_argument("--system", metavar="ID", help="node type (see flopwise catalog systems)")
     t.add_argument(
+        "--inter-node-gbps",
+        type=typed(non_negative_float),
+        metavar="X",
+        help="assume this per-GPU scale-out bandwidth (GB/s, one direction) between nodes; "
+        "for accelerators without a node type in the catalog (labelled as assumed)",
+    )
+    t.add_argument(
         "--gpus-per-node",
         type=positive_int,
         metavar="N",
@@ -179,7 +186,15 @@ def run_train(args: argparse.Namespace) -> int:
         )
     if args.mfu is not None:
         return _first_order(args, model, hw, seq)
-    from flopwise.plan.train import LayoutConstraints, TrainJob, plan_training
+    from flopwise.plan.train import (
+        LayoutConstraints,
+        TrainJob,
+        assume_inter_node_bw,
+        plan_training,
+    )
+
+    if args.inter_node_gbps is not None:
+        hw = assume_inter_node_bw(hw, args.inter_node_gbps)
 
     if args.global_batch_seqs:
         gbs = args.global_batch_seqs

@@ -67,6 +67,11 @@ def show_train_plan(doc: dict[str, Any]) -> None:
             if (m := sorted(doc.get("measured", {}).items()))
             else []
         ),
+        *(
+            [("ASSUMED", "; ".join(f"{k} {fmt_num(v['value'])} ({v['source']})" for k, v in a))]
+            if (a := sorted(doc.get("assumed", {}).items()))
+            else []
+        ),
         (
             "job",
             f"{fmt_count(doc['tokens'])} tokens, seq {doc['seq_len']}, global batch "

@@ -125,8 +125,9 @@ class ModelContext:
             if not spans:
                 raise
             raise FlopwiseError(
-                f"{self.hw.id}: this layout needs the scale-out network between nodes, whose "
-                "bandwidth is unknown; pass --system with a node type"
+                f"{self.hw.id}: {self.job.gpus} GPUs span nodes of {self.gpus_per_node} and the "
+                "scale-out bandwidth is unknown; pass --system ID (a node type: flopwise "
+                "catalog systems) or --inter-node-gbps X (assumed per-GPU scale-out GB/s)"
             ) from None
         if spans:
             stride = max(extent // group, 1)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any
 
 from flopwise.errors import FlopwiseError
-from flopwise.hardware import Hardware
+from flopwise.hardware import Hardware, Origin
 from flopwise.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from flopwise.workload.spec import ModelSpec
 
@@ -96,7 +97,8 @@ class TrainPlan:
             "model": self.model.name,
             "accelerator": self.hardware.id,
             "system": self.hardware.system_id,
-            "measured": _measured(self.hardware),
+            "measured": _by_origin(self.hardware, "measured"),
+            "assumed": _by_origin(self.hardware, "assumed"),
             "gpus_per_node": c["gpus_per_node"],
             "dtype": job.dtype,
             "recipe": job.recipe_name,
@@ -149,11 +151,25 @@ class TrainPlan:
         return d
 
 
-def _measured(hw: Hardware) -> dict[str, Any]:
-    """The hardware numbers that came from stored benchmark results (--measured), by field."""
+def assume_inter_node_bw(hw: Hardware, gbps: float) -> Hardware:
+    """`hw` with a user-given per-GPU scale-out bandwidth (GB/s, one direction), labelled as
+    an assumption: for accelerators the catalog has no node type for, or to override one."""
+    if not gbps > 0:
+        raise FlopwiseError(f"--inter-node-gbps must be positive, got {gbps}")
+    origins = dict(hw.origins)
+    origins["inter_bw_per_gpu_gbps"] = Origin(
+        "assumed", f"--inter-node-gbps {gbps:g} (per-GPU scale-out GB/s given by the user)"
+    )
+    return replace(
+        hw, inter_bw_per_gpu_gbps=gbps, inter_busbw_gbps=None, origins=MappingProxyType(origins)
+    )
+
+
+def _by_origin(hw: Hardware, kind: str) -> dict[str, Any]:
+    """The hardware numbers whose origin is `kind` ("measured", "assumed"), by field."""
     out: dict[str, Any] = {}
     for name, origin in hw.origins.items():
-        if origin.kind != "measured":
+        if origin.kind != kind:
             continue
         if name.startswith("matmul_tflops:"):
             value = hw.matmul_tflops.get(name.split(":", 1)[1])

@@ -1,8 +1,8 @@
 """Calibration of the one fitted training constant, and the check that it is not memorised.
 
 The sustained compute fraction (plan/train/constants.py SUSTAINED_COMPUTE_FRACTION) is the only
-training constant set from the published runs themselves: one number per GPU die, the least-
-squares fit over every validation row on that die. A model that memorised its rows would fit
+training constant set from the published runs themselves: one number per GPU die, fitted over
+every validation row on that die at once (minimax: the smallest worst-row error). A model that memorised its rows would fit
 each family with its own number; the cross-framework hold-out below fits the fraction on one
 family of runs (e.g. NeMo/Megatron-Core) and predicts another (MosaicML's FSDP runs) with it.
 Everything else in the step-time model stays fixed, so what the held-out family's error shows is
@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from flopwise.errors import FlopwiseError
 from flopwise.plan.train.constants import SUSTAINED_COMPUTE_FRACTION
 from flopwise.validate.training import _family, load_training_runs, predict_row
 
@@ -60,13 +61,25 @@ def row_errors(
     return out
 
 
-def fit_fraction(rows: Sequence[dict[str, str]], grid: Sequence[float] = FIT_GRID) -> float:
-    """The fraction in `grid` that minimises the squared percentage errors over `rows`."""
-    best, best_sse = grid[0], float("inf")
+#: How the fraction is fitted over a set of rows: "minimax" minimises the worst row's absolute
+#: error (the acceptance target bounds every row), "l2" the sum of squared errors.
+FIT_CRITERIA: tuple[str, ...] = ("minimax", "l2")
+
+
+def fit_fraction(
+    rows: Sequence[dict[str, str]],
+    criterion: str = "minimax",
+    grid: Sequence[float] = FIT_GRID,
+) -> float:
+    """The fraction in `grid` that minimises `criterion` over the percentage errors of `rows`."""
+    if criterion not in FIT_CRITERIA:
+        raise FlopwiseError(f"criterion {criterion!r} is not one of {', '.join(FIT_CRITERIA)}")
+    best, best_score = grid[0], float("inf")
     for f in grid:
-        sse = sum(e.error_pct**2 for e in row_errors(rows, f))
-        if sse < best_sse:
-            best, best_sse = f, sse
+        errs = [e.error_pct for e in row_errors(rows, f)]
+        score = max(map(abs, errs)) if criterion == "minimax" else sum(e * e for e in errs)
+        if score < best_score:
+            best, best_score = f, score
     return best
 
 
@@ -81,13 +94,15 @@ class HoldOut:
     max_abs_error_pct: float
 
 
-def hold_out(die: str, fit_on: Sequence[str], predict: Sequence[str]) -> HoldOut:
+def hold_out(
+    die: str, fit_on: Sequence[str], predict: Sequence[str], criterion: str = "minimax"
+) -> HoldOut:
     """Fit the fraction on the `fit_on` families' rows of one die, predict the others."""
     runs = load_training_runs()
     on_die = [r for r, e in _with_die(runs) if e == die]
     train = [r for r in on_die if _family(r) in fit_on]
     test = [r for r in on_die if _family(r) in predict]
-    f = fit_fraction(train)
+    f = fit_fraction(train, criterion)
     errs = [abs(e.error_pct) for e in row_errors(test, f)]
     return HoldOut(
         die,

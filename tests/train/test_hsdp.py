@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -82,7 +83,9 @@ def test_cli_hsdp_json_and_bad_combination() -> None:
     args = ("plan", "train", "llama-3.1-8b", "-a", "h100-sxm", "--gpus", "64", "--tokens", "1T")
     r = run_cli(*args, "--hsdp", "--tp", "1", "--pp", "1", "--json")
     assert r.returncode == 0, r.stderr
-    assert '"hsdp": true' in r.stdout
+    layout = json.loads(r.stdout)["layout"]
+    assert layout["hsdp"] is True and layout["zero"] == 3
+    assert layout["zero_shard_gpus"] == 8  # one H100 node's DP ranks at tp=1
     bad = run_cli(*args, "--hsdp", "--zero", "2")
     assert bad.returncode == 2
     assert bad.stderr.strip().count("\n") == 0 and "--zero 3" in bad.stderr

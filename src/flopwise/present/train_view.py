@@ -39,7 +39,8 @@ def _layout_text(lay: dict[str, Any]) -> str:
         f"{' x EP ' + str(lay['ep']) if lay['ep'] > 1 else ''}{sp}; "
         f"microbatch {lay['microbatch']} x {lay['microbatches_per_step']} per step; "
         f"vpp {lay['vpp']}; recompute {lay['recompute']}; ZeRO-{lay['zero']}"
-        f"{' (HSDP: sharded per node)' if lay.get('hsdp') else ''}"
+        f"{' HSDP' if lay.get('hsdp') else ''}"
+        f"{', state sharded over ' + str(lay['zero_shard_gpus']) + ' GPUs' if lay.get('zero_shard_gpus', 1) > 1 else ''}"
     )
 
 

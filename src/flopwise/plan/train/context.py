@@ -25,7 +25,7 @@ from flopwise.workload.params import (
 from flopwise.workload.spec import ModelSpec
 
 from .constants import sustained_compute_fraction
-from .layout import TrainJob
+from .layout import TrainJob, zero_shard_gpus
 from .recipes import resolve_recipe
 
 _ALIBI_OR_LEARNED = ("bloom", "mpt", "gpt2", "opt", "falcon_alibi")
@@ -138,13 +138,8 @@ class ModelContext:
         return tier
 
     def shard_group(self, tp: int, dp: int, cp: int, hsdp: bool) -> int:
-        """GPUs that ZeRO shards the training state over: the whole DP x CP group, or with
-        HSDP the members of that group inside one node (rank order tp-cp-dp: the group's
-        ranks sit tp apart, so a node holds gpus_per_node / tp of them)."""
-        n = dp * cp
-        if not hsdp:
-            return n
-        return max(1, min(n, self.gpus_per_node // tp if tp <= self.gpus_per_node else 1))
+        """GPUs that ZeRO shards the training state over (layout.zero_shard_gpus)."""
+        return zero_shard_gpus(tp, dp, cp, hsdp, self.gpus_per_node)
 
     @property
     def layers(self) -> int:

@@ -159,6 +159,16 @@ class Layout:
         return asdict(self)
 
 
+def zero_shard_gpus(tp: int, dp: int, cp: int, hsdp: bool, gpus_per_node: int) -> int:
+    """GPUs ZeRO shards the training state over: the whole DP x CP group, or with HSDP the
+    members of that group inside one node (rank order tp-cp-dp: the group's ranks sit tp
+    apart, so a node holds gpus_per_node / tp of them)."""
+    n = dp * cp
+    if not hsdp:
+        return n
+    return max(1, min(n, gpus_per_node // tp))
+
+
 def divisors(n: int) -> list[int]:
     small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
     return sorted(set(small + [n // d for d in small]))

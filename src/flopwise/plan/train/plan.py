@@ -12,7 +12,14 @@ from flopwise.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from flopwise.workload.spec import ModelSpec
 
 from .context import ModelContext
-from .layout import Layout, LayoutConstraints, TrainJob, explain_constraints, layout_problem
+from .layout import (
+    Layout,
+    LayoutConstraints,
+    TrainJob,
+    explain_constraints,
+    layout_problem,
+    zero_shard_gpus,
+)
 from .search import Candidate, SearchOutcome, search
 
 FLOPS_CONVENTION = (
@@ -112,7 +119,11 @@ class TrainPlan:
             "flops_convention": FLOPS_CONVENTION,
             "total_flops": None if job.tokens is None else c["model_flops_per_token"] * job.tokens,
             "gpus": job.gpus,
-            "layout": {**best.layout.to_dict(), "microbatches_per_step": best.microbatches},
+            "layout": {
+                **best.layout.to_dict(),
+                "microbatches_per_step": best.microbatches,
+                "zero_shard_gpus": self._shard_gpus(best.layout),
+            },
             "fits": self.fits,
             "memory_per_gpu_gib": best.memory.total / GIB,
             "device_memory_gib": c["device_memory_gib"],
@@ -133,6 +144,13 @@ class TrainPlan:
             "objective": job.objective,
             "search": self._search_dict(),
         }
+
+    def _shard_gpus(self, lay: Layout) -> int:
+        """GPUs the training state is sharded over (1 without ZeRO)."""
+        if lay.zero == 0:
+            return 1
+        gpn = int(self.ctx_summary["gpus_per_node"])
+        return zero_shard_gpus(lay.tp, lay.dp, lay.cp, lay.hsdp, gpn)
 
     def _search_dict(self) -> dict[str, Any]:
         o = self.outcome

@@ -274,7 +274,8 @@ class StepBreakdown:
 
 
 def _dp_exposed(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: float) -> float:
-    """Exposed data-parallel traffic per step (gradient reduction, ZeRO gathers)."""
+    """Exposed data-parallel traffic per step (gradient reduction, ZeRO gathers); mb_fwd and
+    mb_bwd are one microbatch's forward and backward (with recompute) compute on this stage."""
     n = lay.dp * lay.cp
     if n == 1:
         return 0.0
@@ -330,10 +331,14 @@ def _dp_exposed(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: f
     if lay.zero == 2:
         # gradients reduce-scattered after every microbatch's backward
         return m * exposed(reduce_s, mb_bwd) + reduce_s / layers
-    # ZeRO-3 / FSDP: gather weights for forward and backward, reduce-scatter gradients, every
-    # microbatch, prefetched one layer ahead; the first layer's gather is never hidden
-    comm = 2.0 * gather_s + reduce_s
-    return m * (exposed(comm, mb_fwd + mb_bwd) + comm / layers)
+    # ZeRO-3 / FSDP, every microbatch: the forward gathers each layer's weights under the
+    # previous layer's forward; the backward gathers them again and reduce-scatters the
+    # gradients under the backward (and recompute) of the neighbouring layer. Each phase hides
+    # only what fits under its own compute; the first layer's gather and the last layer's
+    # reduce-scatter have nothing to hide under
+    fwd = exposed(gather_s, mb_fwd)
+    bwd = exposed(gather_s + reduce_s, mb_bwd)
+    return m * (fwd + bwd + (2.0 * gather_s + reduce_s) / layers)
 
 
 def _tied_embedding_s(ctx: ModelContext, lay: Layout) -> float:
@@ -389,7 +394,7 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     bubble = (lay.pp - 1) / lay.vpp * per_mb
     mb_fwd = n_layers * lc.compute_fwd
     mb_bwd = n_layers * lc.compute_bwd
-    dp = _dp_exposed(ctx, lay, m, mb_fwd, mb_bwd)
+    dp = _dp_exposed(ctx, lay, m, mb_fwd, mb_bwd + n_layers * rc_layer)
     p_first, _, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep)
     shard = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp) if lay.zero >= 1 else 1
     shard_e = max(min(shard, lay.dp * lay.cp // lay.ep), 1) if lay.zero >= 1 else 1

@@ -44,16 +44,18 @@ def test_hsdp_is_full_sharding_on_one_node() -> None:
 
 
 def test_hsdp_wins_where_the_scale_out_network_is_slow() -> None:
-    # 25 Gb/s Ethernet per GPU: full sharding's 64-way gathers and reduce-scatters (8 B/param
-    # per microbatch, spread over the node's 8 NIC rails: 1 B/param per NIC) no longer fit
-    # under the compute; HSDP keeps them on NVLink and all-reduces only each GPU's 1/8 fp32
-    # gradient shard across nodes (2 x 7/8 x 4/8 = 0.875 B/param per NIC): less is exposed,
-    # and 8x more state is kept per GPU
+    # 25 Gb/s Ethernet per GPU, bf16 gradient reduction (FSDP PURE). Full sharding sends the
+    # forward and backward gathers and the reduce-scatter across nodes (2 + 2 + 2 B/param per
+    # microbatch over the node's 8 NIC rails); HSDP keeps them on NVLink and all-reduces only
+    # each GPU's 1/8 gradient shard across nodes (2 x 7/8 x 2/8 B/param per NIC): less is
+    # exposed, and 8x more state is kept per GPU. (With fp32 reduction the shard all-reduce
+    # moves as much per NIC as full sharding's backward traffic, and HSDP gains little.)
     slow = replace(hardware_from_catalog("h100-sxm"), inter_bw_per_gpu_gbps=25 / 8)
-    ctx = ModelContext(load_model("llama-3.1-8b"), slow, _ctx(64).job)
+    job = replace(_ctx(64).job, recipe="fsdp-pure")
+    ctx = ModelContext(load_model("llama-3.1-8b"), slow, job)
     full = step_breakdown(ctx, Layout(tp=1, pp=1, dp=64, microbatch=2, zero=3), 1)
     hsdp = step_breakdown(ctx, Layout(tp=1, pp=1, dp=64, microbatch=2, zero=3, hsdp=True), 1)
-    assert hsdp.dp_comm < 0.95 * full.dp_comm
+    assert hsdp.dp_comm < 0.8 * full.dp_comm
     assert hsdp.optimizer > full.optimizer  # 8x more state to update per GPU
     # on DGX H100 the eight 400 Gb/s rails match NVLink's ring bandwidth: full sharding's
     # traffic costs the same, and HSDP's extra cross-node all-reduce makes it no faster

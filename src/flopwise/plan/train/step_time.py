@@ -13,7 +13,7 @@ data-parallel traffic + the optimizer step.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from flopwise.plan.efficiency import (
     ATTENTION_BWD_FLOP_FACTOR,
@@ -29,7 +29,6 @@ from .constants import (
     ACT_BYTES,
     ADAM_EXTRA_WRITE_BYTES,
     CROSS_ENTROPY_TRAFFIC_BYTES,
-    DP_OVERLAP_FRACTION,
     FP8_CAST_BYTES_PER_ELEMENT,
     HIDDEN_ELEMENTWISE_PER_LAYER,
     MEMORY_BOUND_BWD_FACTOR,
@@ -42,6 +41,7 @@ from .constants import (
     zero_grad_handling_bytes,
 )
 from .context import ModelContext
+from .dp_comm import dp_exposed_s, tied_embedding_s
 from .layout import Layout
 from .memory import _stage_params
 from .recipes import grad_reduce_bytes
@@ -273,85 +273,6 @@ class StepBreakdown:
         }
 
 
-def _dp_exposed(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: float) -> float:
-    """Exposed data-parallel traffic per step (gradient reduction, ZeRO gathers); mb_fwd and
-    mb_bwd are one microbatch's forward and backward (with recompute) compute on this stage."""
-    n = lay.dp * lay.cp
-    if n == 1:
-        return 0.0
-    key = (lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.zero, lay.hsdp)
-    cache = ctx.cache("dp")
-    hit = cache.get(key)
-    if hit is None:
-        p_first, _, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep)
-        rb = grad_reduce_bytes(ctx.recipe)
-        shard = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp)
-        n_exp = max(n // lay.ep, 1)
-
-        def traffic(params: float, group: int, s: int) -> tuple[float, float]:
-            """(gradient reduction, parameter gather) seconds for `params` over a DP group of
-            `group` ranks sharded in groups of `s` (s = group unless HSDP)."""
-            if group <= 1 or not params:
-                return 0.0, 0.0
-            tier = ctx.tier(group, lay.tp * n)
-            if lay.zero == 0:
-                return collective_time_s("all_reduce", params * rb, group, tier), 0.0
-            if s >= group:
-                return (
-                    collective_time_s("reduce_scatter", params * rb, group, tier),
-                    collective_time_s("all_gather", params * ACT_BYTES, group, tier),
-                )
-            # HSDP: reduce-scatter and gather inside the node, then all-reduce each GPU's
-            # shard with its replicas in the other nodes (FSDP HYBRID_SHARD post-backward)
-            inner = ctx.tier(s, lay.tp * s)
-            reps = group // s
-            outer = ctx.tier(reps, lay.tp * n)
-            red = collective_time_s("reduce_scatter", params * rb, s, inner)
-            red += collective_time_s("all_reduce", params / s * rb, reps, outer)
-            return red, collective_time_s("all_gather", params * ACT_BYTES, s, inner)
-
-        a = traffic(p_first, n, shard)
-        b = traffic(p_exp, n_exp, min(shard, n_exp))
-        hit = (a[0] + b[0], a[1] + b[1])
-        cache[key] = hit
-    reduce_s, gather_s = cast("tuple[float, float]", hit)
-
-    def exposed(comm: float, window: float) -> float:
-        hidden = min(comm, DP_OVERLAP_FRACTION * window)
-        return comm - hidden + OVERLAP_COMPUTE_TAX * hidden
-
-    if lay.zero <= 1:
-        if not ctx.job.dp_comm_overlap:
-            # reduced after the last backward, gathered after the optimizer: all exposed
-            return reduce_s + gather_s
-        # gradients reduce under the last microbatch's backward; the parameter all-gather
-        # after the optimizer overlaps the next step's first forward
-        return exposed(reduce_s, mb_bwd) + exposed(gather_s, mb_fwd)
-    layers = -(-ctx.layers // lay.pp)
-    if lay.zero == 2:
-        # gradients reduce-scattered after every microbatch's backward
-        return m * exposed(reduce_s, mb_bwd) + reduce_s / layers
-    # ZeRO-3 / FSDP, every microbatch: the forward gathers each layer's weights under the
-    # previous layer's forward; the backward gathers them again and reduce-scatters the
-    # gradients under the backward (and recompute) of the neighbouring layer. Each phase hides
-    # only what fits under its own compute; the first layer's gather and the last layer's
-    # reduce-scatter have nothing to hide under
-    fwd = exposed(gather_s, mb_fwd)
-    bwd = exposed(gather_s + reduce_s, mb_bwd)
-    return m * (fwd + bwd + (2.0 * gather_s + reduce_s) / layers)
-
-
-def _tied_embedding_s(ctx: ModelContext, lay: Layout) -> float:
-    """All-reduce of the tied word-embedding gradient between the first and the last pipeline
-    stage, after the pipeline flush and before the optimizer (Megatron-LM
-    _allreduce_embedding_grads / finalize_model_grads; DeepSpeed ReduceTiedGrads): exposed."""
-    if ctx.counts.lm_head or not ctx.counts.embedding:
-        return 0.0
-    rows = ctx.counts.output_projection / lay.tp
-    tier = ctx.tier(2, ctx.job.gpus)
-    return collective_time_s("all_reduce", rows * grad_reduce_bytes(ctx.recipe), 2, tier)
-
-
 def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBreakdown:
     m = microbatches
     lc = layer_cost(ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel, lay.ep)
@@ -389,12 +310,12 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
         tier = ctx.tier(2, ctx.job.gpus)
         exposed = OVERLAP_COMPUTE_TAX if ctx.job.pp_comm_overlap else PP_EXPOSED_FRACTION
         pp_mb = 2.0 * lay.vpp * collective_time_s("send_recv", size, 2, tier) * exposed
-        tied_s = _tied_embedding_s(ctx, lay)
+        tied_s = tied_embedding_s(ctx, lay)
     per_mb = stage + pp_mb
     bubble = (lay.pp - 1) / lay.vpp * per_mb
     mb_fwd = n_layers * lc.compute_fwd
     mb_bwd = n_layers * lc.compute_bwd
-    dp = _dp_exposed(ctx, lay, m, mb_fwd, mb_bwd + n_layers * rc_layer)
+    dp = dp_exposed_s(ctx, lay, m, mb_fwd, mb_bwd + n_layers * rc_layer)
     p_first, _, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep)
     shard = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp) if lay.zero >= 1 else 1
     shard_e = max(min(shard, lay.dp * lay.cp // lay.ep), 1) if lay.zero >= 1 else 1

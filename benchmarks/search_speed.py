@@ -23,9 +23,21 @@ from flopwise.plan.train.search import search
 from flopwise.workload.spec import ModelSpec
 
 MODEL = ModelSpec(
-    name="megatron-529.6b", model_type="gpt2", hidden=20480, layers=105, heads=128,
-    kv_heads=128, head_dim=160, v_head_dim=160, vocab=51200, ffn=4 * 20480, gated_mlp=False,
-    linear_bias=True, norm="layernorm", tied_embeddings=True, learned_positions=2048,
+    name="megatron-529.6b",
+    model_type="gpt2",
+    hidden=20480,
+    layers=105,
+    heads=128,
+    kv_heads=128,
+    head_dim=160,
+    v_head_dim=160,
+    vocab=51200,
+    ffn=4 * 20480,
+    gated_mlp=False,
+    linear_bias=True,
+    norm="layernorm",
+    tied_embeddings=True,
+    learned_positions=2048,
 )
 JOB = TrainJob(gpus=2520, seq_len=2048, global_batch_seqs=2520, dtype="bf16")
 
@@ -40,8 +52,17 @@ def main() -> None:
     assert outcome is not None
     best_s = statistics.median(times)
     one = []
-    published = LayoutConstraints(tp=8, pp=35, dp=9, cp=1, vpp=3, microbatch=1,
-                                  recompute="full", zero=0, sequence_parallel=False)
+    published = LayoutConstraints(
+        tp=8,
+        pp=35,
+        dp=9,
+        cp=1,
+        vpp=3,
+        microbatch=1,
+        recompute="full",
+        zero=0,
+        sequence_parallel=False,
+    )
     for _ in range(5):
         t0 = time.perf_counter()
         search(ModelContext(MODEL, hw, JOB), published)
@@ -49,24 +70,32 @@ def main() -> None:
     one_s = statistics.median(one)
     rate = outcome.evaluated / best_s
     best = outcome.top[0]
-    print(f"layouts evaluated : {outcome.evaluated:,} ({outcome.timed:,} timed, "
-          f"{outcome.pruned:,} pruned on training-state memory, {outcome.feasible:,} fit)")
+    print(
+        f"layouts evaluated : {outcome.evaluated:,} ({outcome.timed:,} timed, "
+        f"{outcome.pruned:,} pruned on training-state memory, {outcome.feasible:,} fit)"
+    )
     print(f"search time       : {best_s * 1e3:.1f} ms (median of 5), {rate:,.0f} layouts/s")
-    print(f"one cold layout   : {one_s * 1e3:.2f} ms -> search/cold-layout ratio "
-          f"{best_s / one_s:.1f} for {outcome.evaluated:,} layouts")
+    print(
+        f"one cold layout   : {one_s * 1e3:.2f} ms -> search/cold-layout ratio "
+        f"{best_s / one_s:.1f} for {outcome.evaluated:,} layouts"
+    )
     print(f"best layout       : {best.layout.to_dict()} step {best.step_time_s:.2f} s")
-    print(json.dumps({
-        "case": "529.6B on 2520 A100-80GB, all layout flags free",
-        "configs_evaluated": outcome.evaluated,
-        "timed": outcome.timed,
-        "pruned": outcome.pruned,
-        "feasible": outcome.feasible,
-        "elapsed_s": best_s,
-        "layouts_per_s": rate,
-        "one_layout_cold_s": one_s,
-        "meets_8112_layouts": outcome.evaluated >= 8112,
-        "under_one_second": best_s < 1.0,
-    }))
+    print(
+        json.dumps(
+            {
+                "case": "529.6B on 2520 A100-80GB, all layout flags free",
+                "configs_evaluated": outcome.evaluated,
+                "timed": outcome.timed,
+                "pruned": outcome.pruned,
+                "feasible": outcome.feasible,
+                "elapsed_s": best_s,
+                "layouts_per_s": rate,
+                "one_layout_cold_s": one_s,
+                "meets_8112_layouts": outcome.evaluated >= 8112,
+                "under_one_second": best_s < 1.0,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from flopwise.errors import FlopwiseError
 class Origin:
     """Where a hardware number came from."""
 
-    kind: str  # "catalog" | "measured" | "derived"
+    kind: str  # "catalog" | "measured" | "derived" | "assumed" (given by the user)
     detail: str  # source URL, result id, or derivation
 
     def to_dict(self) -> dict[str, str]:

@@ -81,6 +81,13 @@ def register(psub: Any) -> None:
     )
     t.add_argument("--system", metavar="ID", help="node type (see flopwise catalog systems)")
     t.add_argument(
+        "--inter-node-gbps",
+        type=typed(non_negative_float),
+        metavar="X",
+        help="assume this per-GPU scale-out bandwidth (GB/s, one direction) between nodes; "
+        "for accelerators without a node type in the catalog (labelled as assumed)",
+    )
+    t.add_argument(
         "--gpus-per-node",
         type=positive_int,
         metavar="N",
@@ -101,6 +108,13 @@ def register(psub: Any) -> None:
         "--recompute", choices=("none", "selective", "full"), help="activation recompute"
     )
     g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), help="ZeRO stage over DP (x CP)")
+    g.add_argument(
+        "--hsdp",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="hybrid sharding: ZeRO-3 inside each node, replicas across nodes (FSDP "
+        "HYBRID_SHARD; implies --zero 3)",
+    )
     g.add_argument(
         "--sequence-parallel",
         action=argparse.BooleanOptionalAction,
@@ -172,7 +186,15 @@ def run_train(args: argparse.Namespace) -> int:
         )
     if args.mfu is not None:
         return _first_order(args, model, hw, seq)
-    from flopwise.plan.train import LayoutConstraints, TrainJob, plan_training
+    from flopwise.plan.train import (
+        LayoutConstraints,
+        TrainJob,
+        assume_inter_node_bw,
+        plan_training,
+    )
+
+    if args.inter_node_gbps is not None:
+        hw = assume_inter_node_bw(hw, args.inter_node_gbps)
 
     if args.global_batch_seqs:
         gbs = args.global_batch_seqs
@@ -205,6 +227,7 @@ def run_train(args: argparse.Namespace) -> int:
         recompute=args.recompute,
         zero=args.zero,
         sequence_parallel=args.sequence_parallel,
+        hsdp=args.hsdp,
     )
     plan = plan_training(model, hw, job, cons)
     doc = plan.to_dict()

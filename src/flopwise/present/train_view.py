@@ -28,7 +28,7 @@ _TIME_ROWS = (
     ("pipeline_bubble_s", "pipeline bubble"),
     ("dp_comm_exposed_s", "data-parallel comms (exposed)"),
     ("optimizer_s", "optimizer step"),
-    ("other_s", "other (per-step fixed)"),
+    ("other_s", "other (fixed + ZeRO-2/3 gradient handling)"),
 )
 
 
@@ -39,6 +39,8 @@ def _layout_text(lay: dict[str, Any]) -> str:
         f"{' x EP ' + str(lay['ep']) if lay['ep'] > 1 else ''}{sp}; "
         f"microbatch {lay['microbatch']} x {lay['microbatches_per_step']} per step; "
         f"vpp {lay['vpp']}; recompute {lay['recompute']}; ZeRO-{lay['zero']}"
+        f"{' HSDP' if lay.get('hsdp') else ''}"
+        f"{', state sharded over ' + str(lay['zero_shard_gpus']) + ' GPUs' if lay.get('zero_shard_gpus', 1) > 1 else ''}"
     )
 
 
@@ -60,6 +62,16 @@ def show_train_plan(doc: dict[str, Any]) -> None:
             "hardware",
             f"{doc['gpus']} x {doc['accelerator']} ({doc['system'] or 'no system'}, "
             f"{doc['gpus_per_node']}/node), {doc['dtype']}, recipe {doc['recipe']}",
+        ),
+        *(
+            [("measured", "; ".join(f"{k} {fmt_num(v['value'])} ({v['source']})" for k, v in m))]
+            if (m := sorted(doc.get("measured", {}).items()))
+            else []
+        ),
+        *(
+            [("ASSUMED", "; ".join(f"{k} {fmt_num(v['value'])} ({v['source']})" for k, v in a))]
+            if (a := sorted(doc.get("assumed", {}).items()))
+            else []
         ),
         (
             "job",

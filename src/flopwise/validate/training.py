@@ -201,8 +201,16 @@ def _setup(row: Row, family: str) -> _Setup | str:
             zero=0,
             sequence_parallel=False,
         )
+        # examples/sc21: --fp16 (16-bit main_grad), --DDP-impl torch (PyTorch DDP, reduction
+        # overlapped with the backward) for the pp=1 rows, local (after the backward) otherwise
         job = TrainJob(
-            gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="bf16", attention="unfused"
+            gpus=gpus,
+            seq_len=seq,
+            global_batch_seqs=gbs,
+            dtype="fp16",
+            recipe="megatron-fp16",
+            attention="unfused",
+            dp_comm_overlap=pp == 1,
         )
         measured = _num(row, "measured_tflops_per_gpu")
         assert measured is not None
@@ -219,10 +227,24 @@ def _setup(row: Row, family: str) -> _Setup | str:
             zero=1,
             sequence_parallel=False,
         )
+        # Megatron-DeepSpeed on DeepSpeed's PipelineEngine: gradients reduced after the
+        # pipeline flush, every TP rank sends its whole activation to the next stage
         job = TrainJob(
-            gpus=gpus, seq_len=seq, global_batch_seqs=gbs, dtype="bf16", attention="unfused"
+            gpus=gpus,
+            seq_len=seq,
+            global_batch_seqs=gbs,
+            dtype="bf16",
+            attention="unfused",
+            dp_comm_overlap=False,
+            pp_scatter_gather=False,
         )
-        return _Setup("hw_tflops_per_gpu", float(row["measured_tflops_per_gpu"]), job, cons, "")
+        return _Setup(
+            "hw_tflops_per_gpu",
+            float(row["measured_tflops_per_gpu"]),
+            job,
+            cons,
+            "DeepSpeed pipeline engine: DP reduce after the flush, full-tensor p2p",
+        )
     if family == "nemo":
         vp = re.search(r"VP=(\d+)", row.get("notes", ""))
         vpp = int(vp.group(1)) if vp else 1
@@ -259,14 +281,15 @@ def _setup(row: Row, family: str) -> _Setup | str:
         cons = LayoutConstraints(
             tp=1, pp=1, dp=gpus, cp=1, microbatch=mb, recompute=rc, zero=3, sequence_parallel=False
         )
-        # the README (2023, before FlashAttention-3) says "our models use Flash Attention"
+        # the README (2023, before FlashAttention-3) says "our models use Flash Attention";
+        # its "bf16 PURE" rows reduce gradients in bf16, "amp_bf16" (DEFAULT) rows in fp32
         job = TrainJob(
             gpus=gpus,
             seq_len=seq,
             global_batch_seqs=gbs,
             dtype="bf16",
             attention="flash2",
-            recipe="fsdp-mixed",
+            recipe="fsdp-pure" if "PURE" in row.get("dtype", "") else "fsdp-mixed",
         )
         return _Setup("mfu", float(row["measured_mfu"]), job, cons, "FSDP FULL_SHARD = ZeRO-3")
     return "no published layout for this family of runs"
@@ -294,8 +317,11 @@ def _skip_reason(row: Row) -> str | None:
     return None
 
 
-def predict_row(row: Row) -> tuple[TrainPlan, _Setup] | str:
-    """The plan for one published row with its published layout, or why there is none."""
+def predict_row(row: Row, compute_fraction: float | None = None) -> tuple[TrainPlan, _Setup] | str:
+    """The plan for one published row with its published layout, or why there is none.
+
+    ``compute_fraction`` overrides the calibrated sustained compute fraction (for the
+    calibration and hold-out checks in validate/calibration.py)."""
     if (why := _skip_reason(row)) is not None:
         return why
     family = _family(row)
@@ -306,6 +332,8 @@ def predict_row(row: Row) -> tuple[TrainPlan, _Setup] | str:
     if isinstance(setup, str):
         return setup
     spec = _spec(row, family)
+    if compute_fraction is not None:
+        setup = replace(setup, job=replace(setup.job, sustained_compute_fraction=compute_fraction))
     plan = plan_training(spec, hw, setup.job, setup.constraints)
     if plan.fits is False:
         # the published run did fit: predict its speed regardless and say our memory disagrees

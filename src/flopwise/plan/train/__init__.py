@@ -6,7 +6,12 @@ plan.to_dict()["mfu"]
 """
 
 from flopwise.plan.train.layout import Layout, LayoutConstraints, TrainJob
-from flopwise.plan.train.plan import FLOPS_CONVENTION, TrainPlan, plan_training
+from flopwise.plan.train.plan import (
+    FLOPS_CONVENTION,
+    TrainPlan,
+    assume_inter_node_bw,
+    plan_training,
+)
 
 __all__ = [
     "FLOPS_CONVENTION",
@@ -14,5 +19,6 @@ __all__ = [
     "LayoutConstraints",
     "TrainJob",
     "TrainPlan",
+    "assume_inter_node_bw",
     "plan_training",
 ]

@@ -25,7 +25,7 @@ from flopwise.workload.params import (
 from flopwise.workload.spec import ModelSpec
 
 from .constants import sustained_compute_fraction
-from .layout import TrainJob
+from .layout import TrainJob, zero_shard_gpus
 from .recipes import resolve_recipe
 
 _ALIBI_OR_LEARNED = ("bloom", "mpt", "gpt2", "opt", "falcon_alibi")
@@ -73,7 +73,8 @@ class ModelContext:
         dtype = "bf16" if job.dtype == "fp16" and "fp16" not in hw.peak_tflops else job.dtype
         self.peak_flops = hw.peak(dtype) * 1e12
         self.capacity_bytes = hw.memory_bytes
-        self.compute_fraction = sustained_compute_fraction(hw.id)
+        override = job.sustained_compute_fraction
+        self.compute_fraction = override if override else sustained_compute_fraction(hw.id)
         norms = m.norms_per_layer * norm_params(m, m.hidden)
         attn = attention_params(m)
         self.dense_layer_params = attn + mlp_params(m, m.ffn) + norms
@@ -124,8 +125,9 @@ class ModelContext:
             if not spans:
                 raise
             raise FlopwiseError(
-                f"{self.hw.id}: this layout needs the scale-out network between nodes, whose "
-                "bandwidth is unknown; pass --system with a node type"
+                f"{self.hw.id}: {self.job.gpus} GPUs span nodes of {self.gpus_per_node} and the "
+                "scale-out bandwidth is unknown; pass --system ID (a node type: flopwise "
+                "catalog systems) or --inter-node-gbps X (assumed per-GPU scale-out GB/s)"
             ) from None
         if spans:
             stride = max(extent // group, 1)
@@ -134,6 +136,10 @@ class ModelContext:
             tier = Tier(tier.name, min(per_node * tier.bw_gbps, up), tier.alpha_s)
         cache[key] = tier
         return tier
+
+    def shard_group(self, tp: int, dp: int, cp: int, hsdp: bool) -> int:
+        """GPUs that ZeRO shards the training state over (layout.zero_shard_gpus)."""
+        return zero_shard_gpus(tp, dp, cp, hsdp, self.gpus_per_node)
 
     @property
     def layers(self) -> int:

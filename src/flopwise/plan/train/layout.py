@@ -45,6 +45,17 @@ class TrainJob:
     # overlap expert-parallel all-to-alls with another microbatch's compute (DeepSeek-V3's
     # DualPipe, arXiv:2412.19437 §3.2.1); off: dispatch and combine sit on the critical path
     ep_comm_overlap: bool = False
+    # the data-parallel gradient reduction overlaps the backward pass (PyTorch DDP and FSDP
+    # buckets, Megatron-Core overlap_grad_reduce); off: it runs after the last backward
+    # (Megatron-LM 2021 --DDP-impl local, DeepSpeed's pipeline engine ReduceGrads)
+    dp_comm_overlap: bool = True
+    # pipeline sends split the activation over the TP ranks and all-gather it on the receiver
+    # (Megatron-LM's scatter/gather optimisation, Narayanan et al. 2021 §4.1; implicit with
+    # sequence parallelism); off: every TP rank sends the whole tensor (DeepSpeed PipelineEngine)
+    pp_scatter_gather: bool = True
+    # share of the MAMF-based GEMM/attention rate sustained inside a step; None: the calibrated
+    # per-die value (constants.SUSTAINED_COMPUTE_FRACTION)
+    sustained_compute_fraction: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("gpus", "seq_len", "global_batch_seqs"):
@@ -64,6 +75,9 @@ class TrainJob:
             raise FlopwiseError(
                 f"attention {self.attention!r} is not one of {', '.join(ATTENTION_IMPLS)}"
             )
+        f = self.sustained_compute_fraction
+        if f is not None and not 0.0 < f <= 1.0:
+            raise FlopwiseError(f"sustained compute fraction must be in (0, 1], got {f}")
         if self.objective not in OBJECTIVES:
             raise FlopwiseError(f"objective {self.objective!r} is not one of time, cost")
 
@@ -92,6 +106,7 @@ class LayoutConstraints:
     recompute: str | None = None
     zero: int | None = None
     sequence_parallel: bool | None = None
+    hsdp: bool | None = None  # ZeRO-3 inside a node, replicated across nodes
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "microbatch"):
@@ -104,6 +119,11 @@ class LayoutConstraints:
             )
         if self.zero is not None and self.zero not in (0, 1, 2, 3):
             raise FlopwiseError(f"--zero must be 0, 1, 2 or 3, got {self.zero}")
+        if self.hsdp and self.zero is not None and self.zero != 3:
+            raise FlopwiseError(
+                f"--hsdp shards like ZeRO-3 inside each node; it needs --zero 3, got --zero "
+                f"{self.zero}"
+            )
 
     def given(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -123,6 +143,9 @@ class Layout:
     recompute: str = "none"
     zero: int = 1
     sequence_parallel: bool = False
+    # hybrid sharding (FSDP HYBRID_SHARD, DeepSpeed ZeRO++ hpZ-style): ZeRO-3 over the
+    # data-parallel ranks inside one node, plain replication (gradient all-reduce) across nodes
+    hsdp: bool = False
 
     @property
     def model_parallel(self) -> int:
@@ -134,6 +157,16 @@ class Layout:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def zero_shard_gpus(tp: int, dp: int, cp: int, hsdp: bool, gpus_per_node: int) -> int:
+    """GPUs ZeRO shards the training state over: the whole DP x CP group, or with HSDP the
+    members of that group inside one node (rank order tp-cp-dp: the group's ranks sit tp
+    apart, so a node holds gpus_per_node / tp of them)."""
+    n = dp * cp
+    if not hsdp:
+        return n
+    return max(1, min(n, gpus_per_node // tp))
 
 
 def divisors(n: int) -> list[int]:
@@ -203,6 +236,8 @@ def layout_problem(model: ModelSpec, job: TrainJob, lay: Layout) -> str | None:
         )
     if lay.sequence_parallel and lay.tp == 1:
         return "sequence parallelism needs tp > 1"
+    if lay.hsdp and lay.zero != 3:
+        return f"hsdp shards like ZeRO-3 inside each node; it needs zero=3, got zero={lay.zero}"
     if lay.recompute not in RECOMPUTE_MODES:
         return f"recompute {lay.recompute!r} is not one of {', '.join(RECOMPUTE_MODES)}"
     return None
@@ -295,4 +330,6 @@ def explain_constraints(model: ModelSpec, job: TrainJob, cons: LayoutConstraints
         return "sequence parallelism needs tp > 1"
     if cons.pp is not None and cons.pp > 1 and cons.zero is not None and cons.zero > 1:
         return f"zero={cons.zero} shards gradients, which pipeline parallelism cannot use"
+    if cons.hsdp and cons.pp is not None and cons.pp > 1:
+        return f"hsdp shards like ZeRO-3, which pipeline parallelism (pp={cons.pp}) cannot use"
     return None

@@ -66,15 +66,15 @@ def _stage_params(ctx: ModelContext, tp: int, pp: int, ep: int) -> tuple[float, 
 
 
 def state_bytes(ctx: ModelContext, lay: Layout) -> StateBytes:
-    key = (lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.zero)
+    key = (lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.zero, lay.hsdp)
     cache = ctx.cache("state")
     hit = cache.get(key)
     if hit is not None:
         return hit  # type: ignore[return-value]
     r = ctx.recipe
     p_first, p_last, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep)
-    n = lay.dp * lay.cp
-    n_exp = max(n // lay.ep, 1)
+    n = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp)
+    n_exp = max(min(n, lay.dp * lay.cp // lay.ep), 1)
     z = lay.zero
 
     def split(p: float, shard: int) -> tuple[float, float, float, float]:

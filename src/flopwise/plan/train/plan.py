@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any
 
 from flopwise.errors import FlopwiseError
-from flopwise.hardware import Hardware
+from flopwise.hardware import Hardware, Origin
 from flopwise.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from flopwise.workload.spec import ModelSpec
 
 from .context import ModelContext
-from .layout import Layout, LayoutConstraints, TrainJob, explain_constraints, layout_problem
+from .layout import (
+    Layout,
+    LayoutConstraints,
+    TrainJob,
+    explain_constraints,
+    layout_problem,
+    zero_shard_gpus,
+)
 from .search import Candidate, SearchOutcome, search
 
 FLOPS_CONVENTION = (
@@ -96,6 +104,8 @@ class TrainPlan:
             "model": self.model.name,
             "accelerator": self.hardware.id,
             "system": self.hardware.system_id,
+            "measured": _by_origin(self.hardware, "measured"),
+            "assumed": _by_origin(self.hardware, "assumed"),
             "gpus_per_node": c["gpus_per_node"],
             "dtype": job.dtype,
             "recipe": job.recipe_name,
@@ -109,7 +119,11 @@ class TrainPlan:
             "flops_convention": FLOPS_CONVENTION,
             "total_flops": None if job.tokens is None else c["model_flops_per_token"] * job.tokens,
             "gpus": job.gpus,
-            "layout": {**best.layout.to_dict(), "microbatches_per_step": best.microbatches},
+            "layout": {
+                **best.layout.to_dict(),
+                "microbatches_per_step": best.microbatches,
+                "zero_shard_gpus": self._shard_gpus(best.layout),
+            },
             "fits": self.fits,
             "memory_per_gpu_gib": best.memory.total / GIB,
             "device_memory_gib": c["device_memory_gib"],
@@ -131,6 +145,13 @@ class TrainPlan:
             "search": self._search_dict(),
         }
 
+    def _shard_gpus(self, lay: Layout) -> int:
+        """GPUs the training state is sharded over (1 without ZeRO)."""
+        if lay.zero == 0:
+            return 1
+        gpn = int(self.ctx_summary["gpus_per_node"])
+        return zero_shard_gpus(lay.tp, lay.dp, lay.cp, lay.hsdp, gpn)
+
     def _search_dict(self) -> dict[str, Any]:
         o = self.outcome
         d: dict[str, Any] = {
@@ -146,6 +167,34 @@ class TrainPlan:
         if self.why_not:
             d["nothing_fits"] = {"why": self.why_not, "what_would": list(self.suggestions)}
         return d
+
+
+def assume_inter_node_bw(hw: Hardware, gbps: float) -> Hardware:
+    """`hw` with a user-given per-GPU scale-out bandwidth (GB/s, one direction), labelled as
+    an assumption: for accelerators the catalog has no node type for, or to override one."""
+    if not gbps > 0:
+        raise FlopwiseError(f"--inter-node-gbps must be positive, got {gbps}")
+    origins = dict(hw.origins)
+    origins["inter_bw_per_gpu_gbps"] = Origin(
+        "assumed", f"--inter-node-gbps {gbps:g} (per-GPU scale-out GB/s given by the user)"
+    )
+    return replace(
+        hw, inter_bw_per_gpu_gbps=gbps, inter_busbw_gbps=None, origins=MappingProxyType(origins)
+    )
+
+
+def _by_origin(hw: Hardware, kind: str) -> dict[str, Any]:
+    """The hardware numbers whose origin is `kind` ("measured", "assumed"), by field."""
+    out: dict[str, Any] = {}
+    for name, origin in hw.origins.items():
+        if origin.kind != kind:
+            continue
+        if name.startswith("matmul_tflops:"):
+            value = hw.matmul_tflops.get(name.split(":", 1)[1])
+        else:
+            value = getattr(hw, name, None)
+        out[name] = {"value": value, "source": origin.detail}
+    return out
 
 
 def _cand_dict(c: Candidate) -> dict[str, Any]:
@@ -263,8 +312,9 @@ def _fixed_layout(cons: LayoutConstraints) -> Layout:
         vpp=cons.vpp or 1,
         microbatch=cons.microbatch or 1,
         recompute=cons.recompute or "none",
-        zero=1 if cons.zero is None else cons.zero,
+        zero=(3 if cons.hsdp else 1) if cons.zero is None else cons.zero,
         sequence_parallel=bool(cons.sequence_parallel),
+        hsdp=bool(cons.hsdp),
     )
 
 

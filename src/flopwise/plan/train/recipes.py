@@ -31,6 +31,28 @@ EXTRA_RECIPES = MappingProxyType(
                 "fp32 sharded params + fp32 grads + Adam (16 B); 16-bit copies are transient",
             ),
             TrainingRecipe(
+                "megatron-fp16",
+                2,
+                2,
+                4,
+                8,
+                "Megatron-LM 2021 --fp16 without --accumulate-allreduce-grads-in-fp32: main_grad "
+                "buffers in the parameter dtype (megatron/model/distributed.py), fp32 master "
+                "and Adam in the fp16 optimizer",
+                "fp16 weights and grads, fp32 master and Adam (16 B); grads all-reduced in fp16",
+            ),
+            TrainingRecipe(
+                "fsdp-pure",
+                0,
+                4,
+                4,
+                8,
+                "PyTorch FSDP MixedPrecision(param_dtype=reduce_dtype=bf16) (Composer "
+                "mixed_precision: PURE): fp32 sharded params are the master copy; gradients are "
+                "reduce-scattered in bf16 and upcast to the fp32 shard",
+                "as fsdp-mixed (16 B), but the gradient reduce-scatter moves 2 B/param",
+            ),
+            TrainingRecipe(
                 "mcore-fp8",
                 3,
                 2,
@@ -42,6 +64,18 @@ EXTRA_RECIPES = MappingProxyType(
         )
     }
 )
+
+
+#: Bytes per parameter the data-parallel gradient reduction moves, where it differs from the
+#: stored gradient bytes. FSDP MixedPrecision reduces in ``reduce_dtype``: fp32 under
+#: Composer's DEFAULT (``fsdp-mixed``), bf16 under PURE (``fsdp-pure``), then keeps the shard
+#: in fp32 for the optimizer (torch.distributed.fsdp MixedPrecision docs).
+GRAD_REDUCE_BYTES: MappingProxyType[str, float] = MappingProxyType({"fsdp-pure": 2.0})
+
+
+def grad_reduce_bytes(recipe: TrainingRecipe) -> float:
+    """Bytes per parameter of the gradient all-reduce / reduce-scatter for a recipe."""
+    return GRAD_REDUCE_BYTES.get(recipe.name, recipe.grads)
 
 
 def recipe_names() -> tuple[str, ...]:

@@ -75,14 +75,21 @@ def search(
         mbs = [b for b in mbs if per_replica % b == 0]
         zeros = [cons.zero] if cons.zero is not None else ([0, 1] if pp > 1 else [0, 1, 2, 3])
         zeros = [z for z in zeros if pp == 1 or z <= 1]
+        if cons.hsdp:
+            zeros = [3] if 3 in zeros else []
+        # (stage, hsdp): HSDP is a ZeRO-3 variant, tried where the DP group spans nodes
+        variants = [(z, False) for z in zeros if not cons.hsdp]
+        spans = ctx.shard_group(tp, dp, cp, True) < dp * cp
+        if 3 in zeros and cons.hsdp is not False and (cons.hsdp or spans):
+            variants.append((3, True))
         sps = [cons.sequence_parallel] if cons.sequence_parallel is not None else [False, True]
         sps = [s for s in sps if tp > 1 or not s]
         vpps = vpp_options(model, pp, cons.vpp)
         n_children = len(mbs) * len(vpps) * len(rcs) * len(sps)
         if n_children == 0:
             continue
-        for z in zeros:
-            base = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, zero=z)
+        for z, hs in variants:
+            base = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, zero=z, hsdp=hs)
             st = state_bytes(ctx, base)
             floor_bytes = min(st.total("first"), st.total("last")) + FRAMEWORK_FIXED_BYTES
             if cap is not None and floor_bytes > cap and not stop_at_first:
@@ -109,6 +116,7 @@ def search(
                                 recompute=rc,
                                 zero=z,
                                 sequence_parallel=sp,
+                                hsdp=hs,
                             )
                             out.evaluated += 1
                             mem = memory_breakdown(ctx, lay, m)
@@ -148,6 +156,7 @@ def search(
             recompute="full" if "full" in rcs else rcs[0],
             zero=b.zero,
             sequence_parallel=sp,
+            hsdp=b.hsdp,
         )
         m = job.global_batch_seqs // (b.dp * mb)
         out.leanest = Candidate(lay, m, step_breakdown(ctx, lay, m), memory_breakdown(ctx, lay, m))

@@ -13,7 +13,7 @@ data-parallel traffic + the optimizer step.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from flopwise.plan.efficiency import (
     ATTENTION_BWD_FLOP_FACTOR,
@@ -29,7 +29,6 @@ from .constants import (
     ACT_BYTES,
     ADAM_EXTRA_WRITE_BYTES,
     CROSS_ENTROPY_TRAFFIC_BYTES,
-    DP_OVERLAP_FRACTION,
     FP8_CAST_BYTES_PER_ELEMENT,
     HIDDEN_ELEMENTWISE_PER_LAYER,
     MEMORY_BOUND_BWD_FACTOR,
@@ -39,10 +38,13 @@ from .constants import (
     TP_EXPOSED_FRACTION,
     UNFUSED_SCORE_BYTES_BWD,
     UNFUSED_SCORE_BYTES_FWD,
+    zero_grad_handling_bytes,
 )
 from .context import ModelContext
+from .dp_comm import dp_exposed_s, tied_embedding_s
 from .layout import Layout
 from .memory import _stage_params
+from .recipes import grad_reduce_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,54 +273,6 @@ class StepBreakdown:
         }
 
 
-def _dp_exposed(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: float) -> float:
-    """Exposed data-parallel traffic per step (gradient reduction, ZeRO gathers)."""
-    n = lay.dp * lay.cp
-    if n == 1:
-        return 0.0
-    key = (lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.zero)
-    cache = ctx.cache("dp")
-    hit = cache.get(key)
-    if hit is None:
-        p_first, _, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep)
-        tier = ctx.tier(n, lay.tp * n)
-        r = ctx.recipe
-        n_exp = max(n // lay.ep, 1)
-        tier_e = ctx.tier(n_exp, lay.tp * n) if n_exp > 1 else tier
-
-        def coll(op: str, per_param: float) -> float:
-            t = collective_time_s(op, p_first * per_param, n, tier)
-            if p_exp and n_exp > 1:
-                t += collective_time_s(op, p_exp * per_param, n_exp, tier_e)
-            return t
-
-        if lay.zero == 0:
-            hit = (coll("all_reduce", r.grads), 0.0)
-        elif lay.zero == 1:
-            hit = (coll("reduce_scatter", r.grads), coll("all_gather", ACT_BYTES))
-        else:
-            hit = (coll("reduce_scatter", r.grads), coll("all_gather", ACT_BYTES))
-        cache[key] = hit
-    reduce_s, gather_s = cast("tuple[float, float]", hit)
-
-    def exposed(comm: float, window: float) -> float:
-        hidden = min(comm, DP_OVERLAP_FRACTION * window)
-        return comm - hidden + OVERLAP_COMPUTE_TAX * hidden
-
-    if lay.zero <= 1:
-        # gradients reduce under the last microbatch's backward; the parameter all-gather
-        # after the optimizer overlaps the next step's first forward
-        return exposed(reduce_s, mb_bwd) + exposed(gather_s, mb_fwd)
-    layers = -(-ctx.layers // lay.pp)
-    if lay.zero == 2:
-        # gradients reduce-scattered after every microbatch's backward
-        return m * exposed(reduce_s, mb_bwd) + reduce_s / layers
-    # ZeRO-3 / FSDP: gather weights for forward and backward, reduce-scatter gradients, every
-    # microbatch, prefetched one layer ahead; the first layer's gather is never hidden
-    comm = 2.0 * gather_s + reduce_s
-    return m * (exposed(comm, mb_fwd + mb_bwd) + comm / layers)
-
-
 def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBreakdown:
     m = microbatches
     lc = layer_cost(ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel, lay.ep)
@@ -348,30 +302,39 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     stage = n_layers * (per_layer_total + rc_layer) + extra
     # pipeline point-to-point: activations forward, gradients backward, per virtual stage
     pp_mb = 0.0
+    tied_s = 0.0
     if lay.pp > 1:
-        size = lay.microbatch * ctx.job.seq_len / lay.cp * ctx.model.hidden * ACT_BYTES / lay.tp
+        size = lay.microbatch * ctx.job.seq_len / lay.cp * ctx.model.hidden * ACT_BYTES
+        if ctx.job.pp_scatter_gather or lay.sequence_parallel:
+            size /= lay.tp
         tier = ctx.tier(2, ctx.job.gpus)
         exposed = OVERLAP_COMPUTE_TAX if ctx.job.pp_comm_overlap else PP_EXPOSED_FRACTION
         pp_mb = 2.0 * lay.vpp * collective_time_s("send_recv", size, 2, tier) * exposed
+        tied_s = tied_embedding_s(ctx, lay)
     per_mb = stage + pp_mb
     bubble = (lay.pp - 1) / lay.vpp * per_mb
     mb_fwd = n_layers * lc.compute_fwd
     mb_bwd = n_layers * lc.compute_bwd
-    dp = _dp_exposed(ctx, lay, m, mb_fwd, mb_bwd)
+    dp = dp_exposed_s(ctx, lay, m, mb_fwd, mb_bwd + n_layers * rc_layer)
     p_first, _, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep)
-    shard = lay.dp * lay.cp if lay.zero >= 1 else 1
-    shard_e = max(lay.dp * lay.cp // lay.ep, 1) if lay.zero >= 1 else 1
+    shard = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp) if lay.zero >= 1 else 1
+    shard_e = max(min(shard, lay.dp * lay.cp // lay.ep), 1) if lay.zero >= 1 else 1
     updated = p_first / shard + p_exp / shard_e
     opt = updated * (ctx.recipe.total + ADAM_EXTRA_WRITE_BYTES) / ctx.bw_bytes_s
+    # ZeRO-2/3: every microbatch's unsharded gradients are flattened, cast and divided in HBM
+    other = STEP_FIXED_S
+    if lay.zero >= 2 and lay.dp * lay.cp > 1:
+        per_param = zero_grad_handling_bytes(grad_reduce_bytes(ctx.recipe))
+        other += m * (p_first + p_exp) * per_param / ctx.bw_bytes_s
     return StepBreakdown(
         compute=m * (n_layers * comp_layer + extra),
         recompute=m * n_layers * rc_layer,
         tp_comm=m * n_layers * (lc.tp_fwd + lc.tp_bwd),
         cp_comm=m * n_layers * (lc.cp_fwd + lc.cp_bwd),
         ep_comm=m * n_layers * (lc.ep_fwd + lc.ep_bwd),
-        pp_comm=m * pp_mb,
+        pp_comm=m * pp_mb + tied_s,
         bubble=bubble,
         dp_comm=dp,
         optimizer=opt,
-        other=STEP_FIXED_S,
+        other=other,
     )

@@ -1,0 +1,97 @@
+"""Data-parallel traffic of one step: gradient reduction, ZeRO/FSDP/HSDP gathers, and the
+tied-embedding reduction between the end pipeline stages; what of it is exposed.
+
+Collectives use the alpha-beta model of plan/roofline.py on the tier the group spans; what
+runs under compute costs OVERLAP_COMPUTE_TAX of its duration (NCCL's SMs and HBM traffic).
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from flopwise.plan.roofline import collective_time_s
+
+from .constants import ACT_BYTES, DP_OVERLAP_FRACTION, OVERLAP_COMPUTE_TAX
+from .context import ModelContext
+from .layout import Layout
+from .memory import _stage_params
+from .recipes import grad_reduce_bytes
+
+
+def dp_exposed_s(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: float) -> float:
+    """Exposed data-parallel traffic per step (gradient reduction, ZeRO gathers); mb_fwd and
+    mb_bwd are one microbatch's forward and backward (with recompute) compute on this stage."""
+    n = lay.dp * lay.cp
+    if n == 1:
+        return 0.0
+    key = (lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.zero, lay.hsdp)
+    cache = ctx.cache("dp")
+    hit = cache.get(key)
+    if hit is None:
+        p_first, _, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep)
+        rb = grad_reduce_bytes(ctx.recipe)
+        shard = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp)
+        n_exp = max(n // lay.ep, 1)
+
+        def traffic(params: float, group: int, s: int) -> tuple[float, float]:
+            """(gradient reduction, parameter gather) seconds for `params` over a DP group of
+            `group` ranks sharded in groups of `s` (s = group unless HSDP)."""
+            if group <= 1 or not params:
+                return 0.0, 0.0
+            tier = ctx.tier(group, lay.tp * n)
+            if lay.zero == 0:
+                return collective_time_s("all_reduce", params * rb, group, tier), 0.0
+            if s >= group:
+                return (
+                    collective_time_s("reduce_scatter", params * rb, group, tier),
+                    collective_time_s("all_gather", params * ACT_BYTES, group, tier),
+                )
+            # HSDP: reduce-scatter and gather inside the node, then all-reduce each GPU's
+            # shard with its replicas in the other nodes (FSDP HYBRID_SHARD post-backward)
+            inner = ctx.tier(s, lay.tp * s)
+            reps = group // s
+            outer = ctx.tier(reps, lay.tp * n)
+            red = collective_time_s("reduce_scatter", params * rb, s, inner)
+            red += collective_time_s("all_reduce", params / s * rb, reps, outer)
+            return red, collective_time_s("all_gather", params * ACT_BYTES, s, inner)
+
+        a = traffic(p_first, n, shard)
+        b = traffic(p_exp, n_exp, min(shard, n_exp))
+        hit = (a[0] + b[0], a[1] + b[1])
+        cache[key] = hit
+    reduce_s, gather_s = cast("tuple[float, float]", hit)
+
+    def exposed(comm: float, window: float) -> float:
+        hidden = min(comm, DP_OVERLAP_FRACTION * window)
+        return comm - hidden + OVERLAP_COMPUTE_TAX * hidden
+
+    if lay.zero <= 1:
+        if not ctx.job.dp_comm_overlap:
+            # reduced after the last backward, gathered after the optimizer: all exposed
+            return reduce_s + gather_s
+        # gradients reduce under the last microbatch's backward; the parameter all-gather
+        # after the optimizer overlaps the next step's first forward
+        return exposed(reduce_s, mb_bwd) + exposed(gather_s, mb_fwd)
+    layers = -(-ctx.layers // lay.pp)
+    if lay.zero == 2:
+        # gradients reduce-scattered after every microbatch's backward
+        return m * exposed(reduce_s, mb_bwd) + reduce_s / layers
+    # ZeRO-3 / FSDP, every microbatch: the forward gathers each layer's weights under the
+    # previous layer's forward; the backward gathers them again and reduce-scatters the
+    # gradients under the backward (and recompute) of the neighbouring layer. Each phase hides
+    # only what fits under its own compute; the first layer's gather and the last layer's
+    # reduce-scatter have nothing to hide under
+    fwd = exposed(gather_s, mb_fwd)
+    bwd = exposed(gather_s + reduce_s, mb_bwd)
+    return m * (fwd + bwd + (2.0 * gather_s + reduce_s) / layers)
+
+
+def tied_embedding_s(ctx: ModelContext, lay: Layout) -> float:
+    """All-reduce of the tied word-embedding gradient between the first and the last pipeline
+    stage, after the pipeline flush and before the optimizer (Megatron-LM
+    _allreduce_embedding_grads / finalize_model_grads; DeepSpeed ReduceTiedGrads): exposed."""
+    if ctx.counts.lm_head or not ctx.counts.embedding:
+        return 0.0
+    rows = ctx.counts.output_projection / lay.tp
+    tier = ctx.tier(2, ctx.job.gpus)
+    return collective_time_s("all_reduce", rows * grad_reduce_bytes(ctx.recipe), 2, tier)

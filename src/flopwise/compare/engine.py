@@ -173,7 +173,7 @@ def compare_train(
             est = memo(planners.train_estimate, model, hw, job.gpus, job)
         except FlopwiseError as exc:
             reason = str(exc)
-            if c.offer is not None and c.network_gbit_s is None and "scale-out network" in reason:
+            if c.offer is not None and c.network_gbit_s is None and "scale-out" in reason:
                 reason = reason.replace("; pass --system with a node type", "") + (
                     "; this offer publishes no inter-node network: give its network_gbit_s in "
                     "$FLOPWISE_HOME/catalog/offers.csv"

@@ -47,4 +47,11 @@ def run(args: argparse.Namespace) -> int:
         results_view.show_list(store.list(kind=args.kind, limit=args.limit), as_json=args.json)
     else:
         results_view.export(store.list(kind=args.kind), as_csv=args.csv)
+    if store.skipped:
+        import sys
+
+        sys.stderr.write(
+            f"flopwise: warning: skipped {len(store.skipped)} unreadable stored result(s): "
+            f"{'; '.join(store.skipped)}\n"
+        )
     return 0

@@ -25,9 +25,12 @@ from flopwise.bench.io_ops import (
     DIRECT_ALIGN,
     MEMORY_FILESYSTEMS,
     cache_method,
+    check_free_space,
     drop_cache,
     filesystem_type,
+    leftover_workdirs,
     parallel,
+    random_block,
     reader,
     small_files,
     terminate_as_interrupt,
@@ -79,9 +82,9 @@ class IoResult:
     bytes_per_writer: int
     block_bytes: int
     write_gbps: float
-    read_gbps: float
+    read_gbps: float | None  # None when interrupted before the read phase finished
     write_s: float
-    read_s: float
+    read_s: float | None
     cache_bypass: str
     small_files: int
     small_file_bytes: int
@@ -92,6 +95,7 @@ class IoResult:
     checkpoint: dict[str, Any] | None = None
     notes: tuple[str, ...] = ()
     result_id: int | None = None
+    status: str = "complete"  # or "interrupted": the phases that finished are kept
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -100,13 +104,15 @@ class IoResult:
             "files_per_s": self.files_per_s,
             "path": self.path,
             "writers": self.writers,
+            "status": self.status,
         }
 
     def to_dict(self) -> dict[str, Any]:
         detail = {
             name: getattr(self, name)
             for name in self.__slots__
-            if name not in ("write_gbps", "read_gbps", "files_per_s", "checkpoint", "result_id")
+            if name
+            not in ("write_gbps", "read_gbps", "files_per_s", "checkpoint", "result_id", "status")
         }
         detail["notes"] = list(self.notes)
         return {
@@ -116,6 +122,7 @@ class IoResult:
             "detail": detail,
             "checkpoint": self.checkpoint,
             "result_id": self.result_id,
+            "status": self.status,
         }
 
 
@@ -138,6 +145,10 @@ def run_io(cfg: IoConfig) -> IoResult:
     notes: list[str] = []
     if fs_type in MEMORY_FILESYSTEMS:
         notes.append(f"{parent} is on {fs_type}: these are memory speeds, not storage speeds")
+    notes.extend(leftover_workdirs(parent))
+    check_free_space(
+        parent, cfg.bytes_per_writer * cfg.writers + cfg.small_files * cfg.small_file_bytes
+    )
     try:
         return _measure(cfg, parent, fs_type, notes)
     except OSError as exc:
@@ -147,25 +158,30 @@ def run_io(cfg: IoConfig) -> IoResult:
 
 
 def _measure(cfg: IoConfig, parent: Path, fs_type: str | None, notes: list[str]) -> IoResult:
+    """Checkpoint write, read, small files; an interrupt after the write keeps what finished."""
     per_writer = cfg.bytes_per_writer
+    data = random_block(cfg.block_bytes)  # made once, outside the timed window
+    status, how, small_how = "complete", "not measured", "not measured"
+    read_s: float | None = None
+    create: float | None = None
+    stat: float | None = None
+    read: float | None = None
     with terminate_as_interrupt(), workdir(parent) as work:
         files = [work / f"checkpoint-shard-{i:05d}.bin" for i in range(cfg.writers)]
-        write_s = parallel([writer(f, per_writer, cfg.block_bytes) for f in files])
-        direct, how = cache_method(fs_type, files[0])
-        if not direct:
-            for f in files:
-                drop_cache(f)
-        read_s = parallel([reader(f, cfg.block_bytes, direct) for f in files])
-        create: float | None
-        stat: float | None
-        read: float | None
-        if cfg.small_files:
-            create, stat, read, small_how = small_files(
-                work / "small", cfg.small_files, cfg.small_file_bytes
-            )
-        else:
-            create = stat = read = None
-            small_how = "not measured"
+        write_s = parallel([writer(f, per_writer, data) for f in files])
+        try:
+            direct, how = cache_method(fs_type, files[0])
+            if not direct:
+                for f in files:
+                    drop_cache(f)
+            read_s = parallel([reader(f, cfg.block_bytes, direct) for f in files])
+            if cfg.small_files:
+                create, stat, read, small_how = small_files(
+                    work / "small", cfg.small_files, cfg.small_file_bytes
+                )
+        except KeyboardInterrupt:
+            status = "interrupted"
+            notes.append("interrupted: the phases that had finished are reported, the rest not")
     total = per_writer * cfg.writers
     return IoResult(
         path=str(parent),
@@ -174,7 +190,7 @@ def _measure(cfg: IoConfig, parent: Path, fs_type: str | None, notes: list[str])
         bytes_per_writer=per_writer,
         block_bytes=cfg.block_bytes,
         write_gbps=total / write_s / GB,
-        read_gbps=total / read_s / GB,
+        read_gbps=None if read_s is None else total / read_s / GB,
         write_s=write_s,
         read_s=read_s,
         cache_bypass=how,
@@ -185,10 +201,13 @@ def _measure(cfg: IoConfig, parent: Path, fs_type: str | None, notes: list[str])
         files_per_s=read,
         small_cache_bypass=small_how,
         notes=tuple(notes),
+        status=status,
     )
 
 
-def checkpoint_cost(model: str, recipe: str, write_gbps: float, read_gbps: float) -> dict[str, Any]:
+def checkpoint_cost(
+    model: str, recipe: str, write_gbps: float, read_gbps: float | None
+) -> dict[str, Any]:
     """Seconds to write (and read back) MODEL's training checkpoint at the measured rates.
 
     A checkpoint holds the weights, the fp32 master copy and the optimizer moments of the
@@ -211,11 +230,11 @@ def checkpoint_cost(model: str, recipe: str, write_gbps: float, read_gbps: float
         f"{r.optimizer:g} B per param; gradients not saved",
         "bytes": n_bytes,
         "write_s": n_bytes / (write_gbps * GB),
-        "read_s": n_bytes / (read_gbps * GB),
+        "read_s": None if read_gbps is None else n_bytes / (read_gbps * GB),
     }
 
 
 def store_result(result: IoResult, db: str | None) -> int:
     from flopwise.results.store import ResultStore
 
-    return ResultStore(db).add("io", result.summary(), result.to_dict())
+    return ResultStore(db).add("io", result.summary(), result.to_dict(), status=result.status)

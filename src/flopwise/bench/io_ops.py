@@ -9,8 +9,10 @@ import contextlib
 import errno
 import mmap
 import os
+import re
 import shutil
 import signal
+import socket
 import tempfile
 import threading
 import time
@@ -63,11 +65,54 @@ def terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def workdir_prefix() -> str:
+    """'flopwise-io-HOST-PID-': a folder a killed run leaves behind names who made it."""
+    host = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
+    return f"{WORKDIR_PREFIX}{host}-{os.getpid()}-"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def leftover_workdirs(parent: Path) -> list[str]:
+    """Deal with work folders earlier runs left under `parent` (SIGKILL skips all cleanup).
+
+    A folder made on this host by a process that no longer exists is removed; any other is
+    left alone. Returns one note per folder found, saying which happened.
+    """
+    notes = []
+    here = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
+    for path in sorted(parent.glob(f"{WORKDIR_PREFIX}*")):
+        if not path.is_dir():
+            continue
+        m = re.match(rf"{re.escape(WORKDIR_PREFIX)}(.+)-(\d+)-[^-]+$", path.name)
+        size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+        what = f"{path} ({size / 1e6:,.1f} MB) left by an earlier flopwise bench io"
+        if m and m.group(1) == here and not _pid_alive(int(m.group(2))):
+            shutil.rmtree(path, ignore_errors=True)
+            gone = not path.exists()
+            notes.append(f"{'removed' if gone else 'could not remove'} {what} (pid "
+                         f"{m.group(2)} on this host is gone)")  # fmt: skip
+        elif m:
+            notes.append(f"found {what} (host {m.group(1)}, pid {m.group(2)}, maybe still "
+                         "running); not removed")  # fmt: skip
+        else:
+            notes.append(f"found {what} (owner unknown); not removed, delete it if unused")
+    return notes
+
+
 @contextlib.contextmanager
 def workdir(parent: Path) -> Iterator[Path]:
     """A fresh folder under `parent`, removed with everything in it when the block exits."""
     try:
-        path = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir=parent))
+        path = Path(tempfile.mkdtemp(prefix=workdir_prefix(), dir=parent))
     except OSError as exc:
         raise FlopwiseError(
             f"--path {str(parent)!r} is not writable: {exc.strerror or exc}"
@@ -76,6 +121,19 @@ def workdir(parent: Path) -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def check_free_space(parent: Path, n_bytes: int) -> None:
+    """Refuse to start writing what the file system cannot hold."""
+    try:
+        free = shutil.disk_usage(parent).free
+    except OSError:
+        return  # unknown: the writes will tell
+    if n_bytes > free:
+        raise FlopwiseError(
+            f"--size needs {n_bytes / 1e9:,.2f} GB but {parent} has {free / 1e9:,.2f} GB free; "
+            "give a smaller --size or another --path"
+        )
 
 
 def parallel(work: Sequence[Callable[[threading.Event], None]]) -> float:
@@ -104,7 +162,9 @@ def parallel(work: Sequence[Callable[[threading.Event], None]]) -> float:
     except BaseException:
         stop.set()
         for t in threads:
-            t.join()
+            # Ctrl-C can arrive before every thread has started: join() refuses those.
+            with contextlib.suppress(RuntimeError):
+                t.join()
         raise
     elapsed = time.perf_counter() - start
     if errors:
@@ -117,9 +177,16 @@ def parallel(work: Sequence[Callable[[threading.Event], None]]) -> float:
     return elapsed
 
 
-def writer(name: Path, n_bytes: int, block: int) -> Callable[[threading.Event], None]:
+def random_block(block: int) -> memoryview:
+    """Incompressible data for the writers, made once before any timing starts."""
+    return memoryview(os.urandom(block))
+
+
+def writer(name: Path, n_bytes: int, data: memoryview) -> Callable[[threading.Event], None]:
+    """Write `n_bytes` to `name` in blocks of len(data), fsync before close."""
+    block = len(data)
+
     def write(stop: threading.Event) -> None:
-        data = memoryview(os.urandom(block))  # incompressible, one buffer per writer
         fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             done = 0

@@ -93,7 +93,7 @@ class MatmulRun:
     accelerator: str | None
     dtype: str
     search: str
-    status: str  # complete | interrupted
+    status: str  # complete | interrupted | failed (no shape measured)
     stop_reason: str
     results: tuple[ShapeResult, ...]
     space: SearchSpace
@@ -210,6 +210,10 @@ def run_matmul(
         reason = trace.stop_reason
     except KeyboardInterrupt:
         status, reason = "interrupted", "interrupted"
+    if status == "complete" and not any(r.status == "ok" for r in results):
+        # Nothing measured (e.g. every shape ran out of memory): not a measurement of the device.
+        status = "failed"
+        reason = f"no shape could be measured ({_failures(results)})"
     acc = accelerator_id(info)
     return MatmulRun(
         device=info.spec,
@@ -230,6 +234,14 @@ def run_matmul(
         device_info=info.to_dict(),
         provenance=prov,
     )
+
+
+def _failures(results: list[ShapeResult]) -> str:
+    """'12 out of memory, 1 error' for the shapes that did not run."""
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    return ", ".join(f"{n} {what}" for what, n in counts.items()) or "no shape tried"
 
 
 def _activate(torch: Any, info: DeviceInfo) -> None:

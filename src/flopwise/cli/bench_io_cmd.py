@@ -78,10 +78,20 @@ def run(args: argparse.Namespace) -> int:
 
         load_model(args.model)
         get_recipe(args.recipe)
+    from flopwise.cli._signals import exit_code
+    from flopwise.errors import FlopwiseError
+    from flopwise.results.safe_save import keep, preflight
+
+    preflight(args.db)  # an unusable --db fails now, not after measuring
     result = io.run_io(cfg)
     if args.model:
         cost = io.checkpoint_cost(args.model, args.recipe, result.write_gbps, result.read_gbps)
         result = dataclasses.replace(result, checkpoint=cost)
-    result = dataclasses.replace(result, result_id=io.store_result(result, args.db))
+    doc = result.to_dict()
+    measured = result
+    outcome = keep("io", doc, lambda: io.store_result(measured, args.db))
+    result = dataclasses.replace(result, result_id=outcome.result_id)
     cluster_view.io_report(result, as_json=args.json)
-    return 0
+    if outcome.problem is not None:
+        raise FlopwiseError(outcome.problem)
+    return exit_code(result.status)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from flopwise.cli._args import add_db, add_json, non_negative_float, positive_int, typed
@@ -115,8 +116,10 @@ def _devices(text: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from flopwise.present import bench_view
     from flopwise.present.jsonout import dumps, emit
+    from flopwise.results.safe_save import keep, preflight
 
     config = config_from_args(args)
+    preflight(args.db, args.out)  # an unusable --db or --out fails now, not after measuring
     if args.devices is not None:
         from flopwise.bench.multi import run_matmul_devices
 
@@ -131,30 +134,43 @@ def run(args: argparse.Namespace) -> int:
     from flopwise.bench.device import resolve_device
     from flopwise.bench.matmul_run import defaults_for, run_matmul
     from flopwise.bench.provenance import save_run
+    from flopwise.cli._signals import exit_code, terminate_as_interrupt
+    from flopwise.errors import FlopwiseError
 
     info = resolve_device(config.device)
     d = defaults_for(info)
     space = config.space(d)
     total = space.size if config.search == "grid" else None
     budget = config.budget_s or (None if config.search == "grid" else d.budget_s)
-    with bench_view.matmul_progress(config.search, total, budget) as on_shape:
+    with (
+        terminate_as_interrupt(),
+        bench_view.matmul_progress(config.search, total, budget) as on_shape,
+    ):
         result = run_matmul(config, on_shape, info=info)
     doc = result.to_dict()
-    result_id = save_run(
+    outcome = keep(
         "matmul",
-        summary=result.summary(),
-        payload=doc,
-        status=result.status,
-        info=info,
-        db=args.db,
+        doc,
+        lambda: save_run(
+            "matmul",
+            summary=result.summary(),
+            payload=result.to_dict(),
+            status=result.status,
+            info=info,
+            db=args.db,
+        ),
+        args.out,
+        dumps,
     )
-    doc["result_id"] = result_id
-    _write(args.out, dumps(doc))
     if args.json:
         emit(doc)
     else:
-        bench_view.show_matmul(doc, result_id)
-    return 130 if result.status == "interrupted" else 0
+        bench_view.show_matmul(doc, outcome.result_id)
+    if outcome.problem is not None:
+        raise FlopwiseError(outcome.problem)
+    if result.status == "failed":
+        sys.stderr.write(f"flopwise: error: matmul run failed: {result.stop_reason}\n")
+    return exit_code(result.status)
 
 
 def _write(path: str | None, text: str) -> None:

@@ -47,9 +47,11 @@ def run(args: argparse.Namespace) -> int:
     from flopwise.bench.device import parse_device_spec, resolve_device
     from flopwise.bench.memory import MemoryConfig, run_memory
     from flopwise.bench.provenance import save_run
-    from flopwise.cli.bench_matmul_cmd import _write
+    from flopwise.cli._signals import exit_code, terminate_as_interrupt
+    from flopwise.errors import FlopwiseError
     from flopwise.present import bench_view
     from flopwise.present.jsonout import dumps, emit
+    from flopwise.results.safe_save import keep, preflight
 
     parse_device_spec(args.device)
     config = MemoryConfig(
@@ -59,21 +61,29 @@ def run(args: argparse.Namespace) -> int:
         iterations=args.iterations,
         warmup=args.warmup,
     )
+    preflight(args.db, args.out)  # an unusable --db or --out fails now, not after measuring
     info = resolve_device(config.device)
-    with bench_view.rounds_progress("memory") as on_round:
+    with terminate_as_interrupt(), bench_view.rounds_progress("memory") as on_round:
         result = run_memory(config, on_round, info=info)
     doc = result.to_dict()
-    doc["result_id"] = save_run(
+    outcome = keep(
         "memory",
-        summary=result.summary(),
-        payload=doc,
-        status=result.status,
-        info=info,
-        db=args.db,
+        doc,
+        lambda: save_run(
+            "memory",
+            summary=result.summary(),
+            payload=result.to_dict(),
+            status=result.status,
+            info=info,
+            db=args.db,
+        ),
+        args.out,
+        dumps,
     )
-    _write(args.out, dumps(doc))
     if args.json:
         emit(doc)
     else:
-        bench_view.show_memory(doc, doc["result_id"])
-    return 130 if result.status == "interrupted" else 0
+        bench_view.show_memory(doc, outcome.result_id)
+    if outcome.problem is not None:
+        raise FlopwiseError(outcome.problem)
+    return exit_code(result.status)

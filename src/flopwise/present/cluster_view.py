@@ -108,6 +108,10 @@ def check_report(result: CheckResult, as_json: bool) -> None:
     console().print(line)
 
 
+def _rate(value: float | None, fmt: str, unit: str) -> str:
+    return "not measured" if value is None else f"{format(value, fmt)} {unit}"
+
+
 def io_report(result: IoResult, as_json: bool) -> None:
     if as_json:
         emit(result.to_dict())
@@ -122,18 +126,18 @@ def io_report(result: IoResult, as_json: bool) -> None:
         ),
         (
             "checkpoint read",
-            f"{d.read_gbps:.3f} GB/s",
+            _rate(d.read_gbps, ".3f", "GB/s"),
             f"same files, {d.writers} reader(s); page cache: {d.cache_bypass}",
         ),
         (
             "small files create",
-            f"{d.create_files_per_s:,.0f} files/s",
+            _rate(d.create_files_per_s, ",.0f", "files/s"),
             f"{d.small_files} files of {d.small_file_bytes:,} B (no fsync)",
         ),
-        ("small files stat", f"{d.stat_files_per_s:,.0f} files/s", ""),
+        ("small files stat", _rate(d.stat_files_per_s, ",.0f", "files/s"), ""),
         (
             "small files read",
-            f"{d.files_per_s:,.0f} files/s",
+            _rate(d.files_per_s, ",.0f", "files/s"),
             f"open+read+close; page cache: {d.small_cache_bypass}",
         ),
     ]
@@ -151,9 +155,12 @@ def io_report(result: IoResult, as_json: bool) -> None:
             f"{c['model']}: a checkpoint of {c['bytes'] / 1e9:,.1f} GB "
             f"({c['params'] / 1e9:,.2f}B params x {c['bytes_per_param']:g} B/param, recipe "
             f"{c['recipe']}: {c['contents']}) takes {c['write_s']:,.1f} s to write and "
-            f"{c['read_s']:,.1f} s to read at these rates (one node's writers)."
+            f"{'?' if c['read_s'] is None else format(c['read_s'], ',.1f')} s to read at these "
+            "rates (one node's writers)."
         )
     for note in d.notes:
         console().print(f"note: {note}")
+    if d.status != "complete":
+        console().print(f"status: {d.status}")
     if d.result_id is not None:
         console().print(f"stored as result {d.result_id}")

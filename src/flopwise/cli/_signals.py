@@ -1,0 +1,46 @@
+"""Signals and exit codes shared by the commands.
+
+SIGTERM is what Slurm sends at a job's time limit and on `scancel`, and what torchrun sends to
+its workers: benchmarks treat it like Ctrl-C, so the partial result is kept and marked
+'interrupted' instead of being killed with nothing stored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+#: Exit status of a run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
+#: Exit status of a measurement that produced no usable figure (e.g. every shape ran out of
+#: memory); the run is stored with status 'failed'.
+EXIT_FAILED = 1
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Inside the block, SIGTERM raises KeyboardInterrupt in the main thread (like Ctrl-C)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def exit_code(status: str) -> int:
+    """The exit status for a stored run's status."""
+    if status == "interrupted":
+        return EXIT_INTERRUPTED
+    if status == "failed":
+        return EXIT_FAILED
+    return 0

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ import pytest
 from conftest import run_cli
 from flopwise.errors import FlopwiseError
 from flopwise.results.store import ResultStore
+from robust.readonly import read_only
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -133,43 +132,19 @@ def test_huge_numbers_are_answered_not_crashed(tmp_path: Path, args: tuple[str, 
         assert r.returncode == 0, r.stderr
 
 
-@contextlib.contextmanager
-def _read_only(folder: Path) -> Iterator[None]:
-    """Make `folder` read-only: a read-only bind mount as root, file modes otherwise."""
-    if os.geteuid() == 0:
-        ok = subprocess.run(
-            ["mount", "--bind", "-o", "ro", str(folder), str(folder)], capture_output=True
-        )
-        if ok.returncode != 0:
-            pytest.skip("cannot make a read-only mount here")
-        try:
-            yield
-        finally:
-            subprocess.run(["umount", str(folder)], check=False)
-        return
-    modes = {p: p.stat().st_mode for p in [folder, *folder.iterdir()]}
-    for p in modes:
-        p.chmod(0o555 if p.is_dir() else 0o444)
-    try:
-        yield
-    finally:
-        for p, mode in modes.items():
-            p.chmod(mode)
-
-
 def test_a_store_on_read_only_media_can_still_be_read(tmp_path: Path) -> None:
     """Item 6: list/show/report open the store read-only when it cannot be written."""
     folder = tmp_path / "ro"
     folder.mkdir()
     db = folder / "r.sqlite"
     ResultStore(db).add("matmul", {"best_tflops": 4.5}, {}, accelerator="cpu")
-    with _read_only(folder):
+    with read_only(folder):
         r = run_cli("results", "list", "--json", "--db", str(db))
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["results"][0]["summary"]["best_tflops"] == 4.5
         r = run_cli("results", "show", "1", "--db", str(db))
         assert r.returncode == 0, r.stderr
-        with pytest.raises(FlopwiseError, match="r.sqlite"):
+        with pytest.raises(FlopwiseError, match=r"r\.sqlite"):
             ResultStore(db).check_writable()
 
 

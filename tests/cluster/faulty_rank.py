@@ -2,6 +2,10 @@
 
 Used by the tests as a torchrun/srun entry point: FLOPWISE_TEST_FAULT_RANK picks the rank,
 FLOPWISE_TEST_FAULT_MODE is 'die' (exit at once) or 'hang' (sleep far past any timeout).
+With FLOPWISE_TEST_FAULT_AT set, the fault happens later instead: when that rank records
+progress starting with that text (e.g. 'all_reduce'), i.e. in the middle of the run, after it
+told the others it got there; 'start' faults before the process group exists. FLOPWISE_TEST_FAULT_STAMP names a file that gets the time of the
+fault.
 """
 
 from __future__ import annotations
@@ -10,20 +14,43 @@ import os
 import sys
 import time
 
-from flopwise.bench import dist
+from flopwise.bench import dist, session
 from flopwise.cli.main import main
 
 _start = dist.start
+_mark = session.Session.mark
+
+
+def _fault() -> None:
+    stamp = os.environ.get("FLOPWISE_TEST_FAULT_STAMP")
+    if stamp:  # when the fault happened, for tests that time how long the others take
+        with open(stamp, "w", encoding="utf-8") as f:
+            f.write(repr(time.time()))
+    if os.environ.get("FLOPWISE_TEST_FAULT_MODE", "die") == "die":
+        os._exit(3)
+    time.sleep(3600)
 
 
 def _faulty_start(*args: object, **kwargs: object) -> dist.Session:
-    session = _start(*args, **kwargs)  # type: ignore[arg-type]
-    if session.rank == int(os.environ["FLOPWISE_TEST_FAULT_RANK"]):
-        if os.environ.get("FLOPWISE_TEST_FAULT_MODE", "die") == "die":
-            os._exit(3)
-        time.sleep(3600)
-    return session
+    at = os.environ.get("FLOPWISE_TEST_FAULT_AT")
+    if at == "start" and dist.env_from().rank == int(os.environ["FLOPWISE_TEST_FAULT_RANK"]):
+        _fault()  # before the process group exists
+    s = _start(*args, **kwargs)  # type: ignore[arg-type]
+    if s.rank == int(os.environ["FLOPWISE_TEST_FAULT_RANK"]) and not os.environ.get(
+        "FLOPWISE_TEST_FAULT_AT"
+    ):
+        _fault()
+    return s
+
+
+def _faulty_mark(self: session.Session, what: str) -> None:
+    _mark(self, what)
+    at = os.environ.get("FLOPWISE_TEST_FAULT_AT")
+    if at and what.startswith(at) and self.rank == int(os.environ["FLOPWISE_TEST_FAULT_RANK"]):
+        _fault()
 
 
 dist.start = _faulty_start  # type: ignore[assignment]
+
+session.Session.mark = _faulty_mark  # type: ignore[method-assign]
 sys.exit(main(sys.argv[1:]))

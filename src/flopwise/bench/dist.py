@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from flopwise.bench.session import RankInfo, Session, first_sentence
+from flopwise.bench.reach import wait_reachable
+from flopwise.bench.session import RankInfo, Session, collective_timeout_s, first_sentence
 from flopwise.errors import FlopwiseError
 
 #: Slurm has no rendezvous port; derive one from the job id as PyTorch Lightning does
@@ -228,8 +229,12 @@ def start(backend: str = "auto", timeout_s: float = 300.0, env: DistEnv | None =
         MASTER_PORT=str(port),
     )
     timeout = timedelta(seconds=timeout_s)
+    left_s = timeout_s
+    if env.rank != 0 or os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        left_s = wait_reachable(env.master_addr, port, timeout_s, env.rank)  # item: 1x timeout
     try:
-        store, rank, world = next(dist.rendezvous("env://", timeout=timeout))
+        rdzv_timeout = timedelta(seconds=max(left_s, 1.0))
+        store, rank, world = next(dist.rendezvous("env://", timeout=rdzv_timeout))
     except Exception as exc:
         raise FlopwiseError(
             f"rank {env.rank}: rendezvous at {env.master_addr}:{port} failed within "
@@ -248,7 +253,7 @@ def start(backend: str = "auto", timeout_s: float = 300.0, env: DistEnv | None =
             store=dist.PrefixStore("default_pg", store),
             rank=rank,
             world_size=world,
-            timeout=timeout,
+            timeout=timedelta(seconds=collective_timeout_s(timeout_s)),
             **kwargs,
         )
     except Exception as exc:

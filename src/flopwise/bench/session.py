@@ -19,9 +19,16 @@ from flopwise.errors import FlopwiseError
 if TYPE_CHECKING:
     from flopwise.bench.dist import DistEnv
 
-#: After a failure, how long to wait for slower peers to record their progress before naming
-#: the ranks that are missing.
-NAMING_GRACE_S = 1.0
+#: After a failure, how long to wait for the other survivors to record that they saw it too
+#: before naming the ranks that did not (they time out at about the same moment; 2 s covers
+#: the skew of a loaded host).
+NAMING_GRACE_S = 2.0
+
+
+def collective_timeout_s(timeout_s: float) -> float:
+    """The backend's own timeout: the stated one less the naming grace, so that a hung rank is
+    detected and named within --timeout, not after it."""
+    return max(timeout_s - NAMING_GRACE_S, timeout_s / 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +104,9 @@ class Session:
         except Exception:
             return False
 
-    def laggards(self, expected: str) -> list[int]:
+    def laggards(self, expected: str, grace: bool = True) -> list[int]:
         """Ranks whose recorded progress is not `expected` (after a short grace period)."""
-        deadline = time.monotonic() + NAMING_GRACE_S
+        deadline = time.monotonic() + (NAMING_GRACE_S if grace else 0.0)
         while True:
             behind = []
             for r in range(self.world_size):
@@ -127,18 +134,65 @@ class Session:
         return ("ranks " if len(parts) > 1 else "") + ", ".join(parts)
 
     def collective_failed(self, what: str, exc: BaseException) -> FlopwiseError:
-        """Turn a backend error into one line naming the ranks that did not get this far."""
+        """Turn a backend error into one line naming the ranks that did not get this far.
+
+        Every survivor records that it saw `what` fail; a rank that reached `what` but never
+        says so (dead, or hung inside the collective) is named, as nccl-tests names ranks.
+        """
         first = first_sentence(exc)
         try:
-            behind = self.laggards(what)
+            self.store.set(f"failed/{self.rank}", what)
+            culprits = self.culprits(what)
+            behind = [r for r in culprits if r != self.rank]
         except Exception:
             return self.store_lost(exc)
-        behind = [r for r in behind if r != self.rank]
-        who = f"{self.describe(behind)} did not reach it" if behind else "a peer failed during it"
+        self._let_survivors_finish(what, culprits)
+        try:
+            late = set(self.laggards(what, grace=False))
+        except Exception:
+            late = set()
+        parts = [
+            f"{self.describe(group)} did not {verb} it"
+            for group, verb in (
+                ([r for r in behind if r in late], "reach"),
+                ([r for r in behind if r not in late], "complete"),
+            )
+            if group
+        ]
+        who = "; ".join(parts) or "every rank saw it fail (network or backend problem)"
         return FlopwiseError(
             f"rank {self.rank}: {what} failed after at most {self.timeout_s:g}s: {who} "
             f"(dead, hung or unreachable); backend said: {first}"
         )
+
+    def _let_survivors_finish(self, what: str, culprits: list[int]) -> None:
+        """Rank 0 hosts the store: it stays until the other survivors have named the culprits,
+        so they do not lose the store (and the answer) while it exits."""
+        try:
+            self.store.set(f"named/{self.rank}", what)
+            if self.rank != 0:
+                return
+            waiting = [r for r in range(self.world_size) if r not in culprits and r != 0]
+            deadline = time.monotonic() + self.timeout_s - collective_timeout_s(self.timeout_s)
+            while waiting and time.monotonic() < deadline:
+                waiting = [r for r in waiting if not self.store.check([f"named/{r}"])]
+                time.sleep(0.05)
+        except Exception:
+            return
+
+    def culprits(self, what: str) -> list[int]:
+        """Ranks that neither reported `what` failing nor are past it, after a grace period."""
+        deadline = time.monotonic() + self.timeout_s - collective_timeout_s(self.timeout_s)
+        while True:
+            behind = []
+            for r in range(self.world_size):
+                failed = f"failed/{r}"
+                if self.store.check([failed]) and self.store.get(failed).decode() == what:
+                    continue
+                behind.append(r)
+            if not behind or time.monotonic() > deadline:
+                return behind
+            time.sleep(0.05)
 
     def store_lost(self, exc: BaseException) -> FlopwiseError:
         return FlopwiseError(

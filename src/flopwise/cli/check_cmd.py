@@ -32,12 +32,22 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from flopwise.bench import dist
     from flopwise.bench.check import run_check
+    from flopwise.cli._dist_fail import report_early_failure
+    from flopwise.errors import FlopwiseError
     from flopwise.present import cluster_view
 
-    with dist.session(args.backend, args.timeout) as s:
+    dist.resolve_backend(args.backend)  # bad flags and environments stay exit-2 errors
+    dist.env_from()
+    try:
+        s = dist.start(args.backend, args.timeout)
+    except FlopwiseError as exc:  # no process group: still one JSON document from rank 0
+        return report_early_failure(exc, args.backend, as_json=args.json)
+    try:
         result = run_check(s)
         if s.rank == 0:
             cluster_view.check_report(result, as_json=args.json)
         elif result.problem:
             sys.stderr.write(f"flopwise: check failed: {result.problem}\n")
+    finally:
+        dist.stop()
     return 0 if result.ok else 1

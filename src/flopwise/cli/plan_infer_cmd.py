@@ -30,7 +30,8 @@ def register(psub: Any) -> None:
         "infer",
         help="inference latency, throughput, memory and cost",
         description="Plan LLM inference: prefill and decode per layer at the roofline of each "
-        "op, KV cache, batching, quantization, speculative decoding.",
+        "op, KV cache, batching, quantization, speculative decoding. Exit 1 when the "
+        "deployment does not fit in memory (the plan is still shown, led by 'does not fit').",
     )
     p.add_argument(
         "model", metavar="MODEL", help="catalog id, alias, HF repo name or config.json path"
@@ -109,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     hw = hardware_for(args.accelerator, args.system, args.measured, args.db)
     tp, pp, replicas = resolve_layout(hw, args.gpus, args.tp, args.pp)
+    if args.tp is not None:
+        from flopwise.plan.infer.job import check_tensor_parallel
+
+        check_tensor_parallel(model, tp)
     job = InferJob(
         input_len=args.input_len,
         output_len=args.output_len,
@@ -156,7 +161,9 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_inference(model, hw, job, draft=draft)
     doc = {**plan.to_dict(), "hardware": hw_doc}
     _emit(args, doc, "plan")
-    return 0
+    from flopwise.cli._fit import EXIT_DOES_NOT_FIT
+
+    return EXIT_DOES_NOT_FIT if doc.get("fits") is False else 0
 
 
 def _emit(args: argparse.Namespace, doc: dict[str, Any], kind: str) -> None:

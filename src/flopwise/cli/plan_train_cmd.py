@@ -196,11 +196,14 @@ def run_train(args: argparse.Namespace) -> int:
     if args.inter_node_gbps is not None:
         hw = assume_inter_node_bw(hw, args.inter_node_gbps)
 
+    batch_note = None
     if args.global_batch_seqs:
         gbs = args.global_batch_seqs
     else:
+        from flopwise.plan.train.batch import batch_seqs_from_tokens
+
         batch_tokens = args.global_batch_tokens or DEFAULT_BATCH_TOKENS
-        gbs = max(int(batch_tokens) // seq, 1)
+        gbs, batch_note = batch_seqs_from_tokens(batch_tokens, seq)
     job = TrainJob(
         gpus=args.gpus,
         seq_len=seq,
@@ -231,6 +234,8 @@ def run_train(args: argparse.Namespace) -> int:
     )
     plan = plan_training(model, hw, job, cons)
     doc = plan.to_dict()
+    if batch_note:
+        doc["notes"] = [*doc.get("notes", []), batch_note]
     if args.json:
         from flopwise.present.jsonout import emit
 
@@ -239,7 +244,9 @@ def run_train(args: argparse.Namespace) -> int:
         from flopwise.present.train_view import show_train_plan
 
         show_train_plan(doc)
-    return 1 if plan.fits is False else 0
+    from flopwise.cli._fit import EXIT_DOES_NOT_FIT
+
+    return EXIT_DOES_NOT_FIT if plan.fits is False else 0
 
 
 def _first_order(args: argparse.Namespace, model: Any, hw: Any, seq: int) -> int:

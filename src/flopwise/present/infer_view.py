@@ -21,6 +21,11 @@ def _fits(x: bool | None) -> str:
 
 def show_plan(doc: dict[str, Any]) -> None:
     job, mem, prec = doc["job"], doc["memory"], doc["precision"]
+    if doc.get("fits") is False:
+        console().print(
+            f"[bold red]does not fit:[/] {doc['memory_per_gpu_gib']:,.1f} GiB per GPU needed; "
+            "the latencies below are what it would take if it did"
+        )
     batch = f"{doc['batch']}" + (
         " (continuous, max that fits)" if doc["mode"] == "continuous" else ""
     )

@@ -46,6 +46,9 @@ def _layout_text(lay: dict[str, Any]) -> str:
 
 def show_train_plan(doc: dict[str, Any]) -> None:
     out = console()
+    if doc.get("fits") is False:
+        why = (doc.get("search") or {}).get("nothing_fits", {}).get("why", "")
+        out.print(f"[bold red]does not fit:[/] {why or 'see memory per GPU below'}")
     fits = {True: "yes", False: "NO", None: "unknown"}[doc["fits"]]
     cost = fmt_money(doc["cost_usd"])
     if doc["price_per_gpu_hour"] is not None:
@@ -136,3 +139,5 @@ def show_train_plan(doc: dict[str, Any]) -> None:
         out.print(f"[bold red]Nothing fits:[/] {nf['why']}")
         for what in nf["what_would"]:
             out.print(f"  - {what}")
+    for note in doc.get("notes", []):
+        out.print(f"note: {note}")

@@ -15,6 +15,7 @@ from typing import Any
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
 from flopwise.workload.memory_bytes import normalize_dtype
+from flopwise.workload.spec import ModelSpec
 
 WEIGHT_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "int8", "int4")
 KV_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "int8")
@@ -148,3 +149,20 @@ def resolve_layout(
     if rem or replicas < 1:
         raise FlopwiseError(f"--gpus {gpus} is not a multiple of tp x pp = {tp} x {pp} = {group}")
     return tp, pp, replicas
+
+
+def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
+    """Refuse a TP degree that cannot split the model's heads (vLLM's rule): TP must divide
+    the attention heads, and either divide the KV heads or be a multiple of them (KV heads are
+    then replicated)."""
+    if spec.heads % tp:
+        valid = ", ".join(str(d) for d in range(1, spec.heads + 1) if spec.heads % d == 0)
+        raise FlopwiseError(
+            f"--tp {tp} does not divide {spec.name}'s {spec.heads} attention heads; valid: {valid}"
+        )
+    kv = spec.kv_heads
+    if kv and not spec.is_mla and (kv % tp if tp <= kv else tp % kv):
+        raise FlopwiseError(
+            f"--tp {tp} cannot split {spec.name}'s {kv} KV heads evenly (TP must divide them "
+            "or be a multiple of them)"
+        )

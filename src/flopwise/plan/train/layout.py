@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from flopwise.errors import FlopwiseError
+from flopwise.units import human_count
 from flopwise.workload.spec import ModelSpec
 
 RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
@@ -63,6 +64,19 @@ class TrainJob:
                 raise FlopwiseError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.tokens is not None and self.tokens <= 0:
             raise FlopwiseError(f"tokens must be positive, got {self.tokens}")
+        if self.tokens is not None and self.tokens < self.tokens_per_step:
+            asked = f"{self.tokens:g}" if self.tokens < 1e3 else human_count(self.tokens)
+            raise FlopwiseError(
+                f"--tokens {asked} is less than one global batch of "
+                f"{self.tokens_per_step:,} tokens ({self.global_batch_seqs:,} x {self.seq_len:,}); "
+                "give more tokens or a smaller global batch"
+            )
+        gpn = self.gpus_per_node
+        if gpn is not None and self.gpus > gpn and self.gpus % gpn:
+            raise FlopwiseError(
+                f"--gpus {self.gpus} does not fill whole nodes of --gpus-per-node {gpn}; "
+                f"give a multiple of {gpn}"
+            )
         if self.dtype not in TRAIN_DTYPES:
             raise FlopwiseError(f"dtype {self.dtype!r} is not one of {', '.join(TRAIN_DTYPES)}")
         if self.gpus_per_node is not None and self.gpus_per_node < 1:

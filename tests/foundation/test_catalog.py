@@ -187,7 +187,7 @@ def test_malformed_overlay_row_names_file_line_field(isolated_home: Path) -> Non
     _write(
         cat / "accelerator_specs.csv",
         "accelerator,field,value,source,as_of,note\n"
-        "h100-sxm,memory_bw_gbps,3000,https://x,2026-11-01,\n"
+        "h100-sxm,tdp_w,700,https://x,2026-11-01,\n"
         "h100-sxm,memory_bw_gbps,fast,https://x,2026-11-01,\n",
     )
     load_accelerators.cache_clear()

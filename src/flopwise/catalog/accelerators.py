@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -128,6 +129,12 @@ class Accelerator:
         }
 
 
+#: Fields that state the same quantity in different units: a row for one (e.g. an overlay's
+#: memory_gb) replaces what an earlier file said in the other, so an override takes effect.
+_SAME_QUANTITY: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {"memory_gb": ("memory_gib",), "memory_gib": ("memory_gb",)}
+)
+
 _ID_COLUMNS = ("id", "vendor", "name", "aliases", "form_factor", "source", "as_of")
 _SPEC_COLUMNS = ("accelerator", "field", "value", "source", "as_of", "note")
 
@@ -152,12 +159,13 @@ def load_accelerators() -> Mapping[str, Accelerator]:
     """All accelerators, embedded rows first, user overlay rows overriding by id/field."""
     idents: dict[str, dict[str, Any]] = {}
     for path in catalog_files("accelerators.csv"):
-        for row in read_rows(path, _ID_COLUMNS):
+        for row in read_rows(path, _ID_COLUMNS, key=("id",)):
             ident = _identity(row)
             idents[ident["id"]] = ident
     specs: dict[str, dict[str, Sourced]] = {k: {} for k in idents}
+    from_file: dict[tuple[str, str], Path] = {}
     for path in catalog_files("accelerator_specs.csv"):
-        for row in read_rows(path, _SPEC_COLUMNS):
+        for row in read_rows(path, _SPEC_COLUMNS, key=("accelerator", "field")):
             acc = row.text("accelerator")
             if acc not in idents:
                 raise CatalogError(f"{row.where('accelerator')}: unknown accelerator {acc!r}")
@@ -166,8 +174,12 @@ def load_accelerators() -> Mapping[str, Accelerator]:
                 raise CatalogError(
                     f"{row.where('field')}: unknown spec {name!r}; valid: {', '.join(SPEC_FIELDS)}"
                 )
-            value = row.number("value")
+            value = row.positive("value")
             assert value is not None
+            for same in _SAME_QUANTITY.get(name, ()):
+                if from_file.get((acc, same), path) != path:
+                    specs[acc].pop(same, None)  # a later file's memory_gb replaces memory_gib too
+            from_file[(acc, name)] = path
             specs[acc][name] = Sourced(
                 value, row.text("source"), row.text("as_of"), row.text("note", required=False)
             )

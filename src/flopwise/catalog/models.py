@@ -12,6 +12,7 @@ from typing import Any
 
 from flopwise.catalog._files import (
     CatalogError,
+    check_case_clash,
     data_dir,
     normalize_key,
     overlay_dir,
@@ -52,8 +53,9 @@ def load_model_index() -> Mapping[str, ModelEntry]:
         index = folder / "index.csv"
         if not index.is_file():
             continue
-        for row in read_rows(index, _COLUMNS):
+        for row in read_rows(index, _COLUMNS, key=("id",)):
             ident = row.text("id")
+            check_case_clash(out, ident, row)
             config = folder / row.text("config")
             if not config.is_file():
                 raise CatalogError(f"{row.where('config')}: no such file {config}")
@@ -89,9 +91,14 @@ def read_config_file(path: Path) -> dict[str, Any]:
     if path.is_dir():
         path = path / "config.json"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise FlopwiseError(f"cannot read model config {str(path)!r}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise FlopwiseError(
+            f"model config {str(path)!r} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
+            f"at offset {exc.start}); config.json files are UTF-8 JSON"
+        ) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -110,7 +110,10 @@ def _offer_from_row(row: Any, origin: str) -> Offer:
 
 def read_offers_file(path: Path, origin: str | None = None) -> list[Offer]:
     """Offers of one CSV file (embedded or overlay), with file:line:field errors."""
-    return [_offer_from_row(row, origin or str(path)) for row in read_rows(path, OFFER_COLUMNS)]
+    return [
+        _offer_from_row(row, origin or str(path))
+        for row in read_rows(path, OFFER_COLUMNS, key=("provider", "instance", "region"))
+    ]
 
 
 def load_offers() -> list[Offer]:
@@ -118,10 +121,10 @@ def load_offers() -> list[Offer]:
 
     Not cached: the file is small and `catalog refresh` may rewrite the overlay at any time.
     """
-    merged: dict[tuple[str, str, str], Offer] = {}
+    merged: dict[tuple[str, ...], Offer] = {}
     for i, path in enumerate(catalog_files("offers.csv")):
         for offer in read_offers_file(path, "embedded" if i == 0 else str(path)):
-            merged[offer.key] = offer
+            merged[tuple(normalize_key(k) for k in offer.key)] = offer  # case-insensitive
     return list(merged.values())
 
 

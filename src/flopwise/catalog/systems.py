@@ -64,7 +64,7 @@ class System:
 def load_systems() -> Mapping[str, System]:
     out: dict[str, System] = {}
     for path in catalog_files("systems.csv"):
-        for row in read_rows(path, _COLUMNS):
+        for row in read_rows(path, _COLUMNS, key=("id",)):
             ident = row.text("id")
             if ident != ident.lower():
                 raise CatalogError(f"{row.where('id')}: {ident!r} must be lowercase")

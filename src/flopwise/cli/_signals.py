@@ -8,7 +8,9 @@ its workers: benchmarks treat it like Ctrl-C, so the partial result is kept and 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -44,3 +46,13 @@ def exit_code(status: str) -> int:
     if status == "failed":
         return EXIT_FAILED
     return 0
+
+
+def silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the final flush at exit cannot fail
+    (the Python documentation's advice for SIGPIPE, library/signal.html#note-on-sigpipe)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass

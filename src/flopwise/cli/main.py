@@ -51,7 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("flopwise: interrupted\n")
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # `| head` closed stdout: that reader has all it wanted
+        from flopwise.cli._signals import silence_stdout
+
+        silence_stdout()
         return 0
 
 

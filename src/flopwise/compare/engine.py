@@ -102,6 +102,15 @@ class _Memo:
         return done
 
 
+def _check_catalogs() -> None:
+    """Read the catalogs first: a broken file (e.g. the user's overlay) is the error, not a
+    reason to exclude every offer one by one and exit 0."""
+    from flopwise.catalog import load_accelerators, load_systems
+
+    load_accelerators()
+    load_systems()
+
+
 def _excluded(c: Candidate, reason: str) -> dict[str, Any]:
     return {**c.to_dict(), "reason": reason}
 
@@ -150,6 +159,7 @@ def compare_train(
     sort: str = "cost",
     hardware: HardwareFor = catalog_hardware,
 ) -> CompareResult:
+    _check_catalogs()
     rows: list[dict[str, Any]] = []
     excluded: list[dict[str, Any]] = []
     hw_by_row: dict[int, Hardware] = {}
@@ -231,6 +241,7 @@ def compare_infer(
     sort: str = "cost",
     hardware: HardwareFor = catalog_hardware,
 ) -> CompareResult:
+    _check_catalogs()
     rows: list[dict[str, Any]] = []
     excluded: list[dict[str, Any]] = []
     hw_by_row: dict[int, Hardware] = {}

@@ -18,7 +18,13 @@ def console() -> Console:
         from rich.console import Console
 
         _console = Console(highlight=False, soft_wrap=False)
+        # rich turns a closed pipe (`| head`) into a silent exit 1; let the CLI end quietly
+        _console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign]
     return _console
+
+
+def _broken_pipe() -> None:
+    raise BrokenPipeError("stdout was closed by the reader")
 
 
 def table(

@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import logging
+import math
 import os
 import tempfile
 from collections.abc import Callable, Iterable
@@ -73,12 +74,19 @@ def check_not_user_edited(path: Path) -> None:
     """Refuse when `path` exists and is not byte-for-byte what flopwise last wrote there."""
     if not path.exists():
         return
+    if not path.is_file():
+        raise FlopwiseError(
+            f"{path} is not a file; move it aside and run `flopwise catalog refresh` again"
+        )
     side = sidecar_path(path)
     try:
         recorded = json.loads(side.read_text(encoding="utf-8")).get("sha256")
     except (OSError, ValueError, AttributeError):
         recorded = None
-    current = _sha256(path.read_bytes())
+    try:
+        current = _sha256(path.read_bytes())
+    except OSError as exc:
+        raise FlopwiseError(f"cannot read {path}: {exc.strerror or exc}") from None
     if recorded != current:
         why = (
             "was not written by flopwise"
@@ -177,6 +185,17 @@ def map_accelerator(gpu_name: str | None, gpu_memory_gb: float | None, instance:
     return None
 
 
+def _finite(value: Any) -> float | None:
+    """A finite number from a fetched field, or None (strings, NaN, inf are not prices)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
 def offers_from_gpuhunt(items: Iterable[Any], as_of: str) -> tuple[list[Offer], int]:
     """One offer per provider+instance (its cheapest location), spot price merged in.
 
@@ -190,9 +209,12 @@ def offers_from_gpuhunt(items: Iterable[Any], as_of: str) -> tuple[list[Offer], 
     for item in items:
         provider = str(getattr(item, "provider", "") or "").strip().lower()
         instance = str(getattr(item, "instance_name", "") or "").strip()
-        price = getattr(item, "price", None)
-        count = getattr(item, "gpu_count", None)
-        if not provider or not instance or not price or not count or price <= 0:
+        price = _finite(getattr(item, "price", None))
+        count = _finite(getattr(item, "gpu_count", None))
+        if not provider or not instance or not price or price <= 0:
+            skipped += 1
+            continue
+        if not count or count < 1 or count != int(count):  # e.g. 0.5 of a GPU: not an offer
             skipped += 1
             continue
         acc = map_accelerator(
@@ -208,8 +230,8 @@ def offers_from_gpuhunt(items: Iterable[Any], as_of: str) -> tuple[list[Offer], 
         location = str(getattr(item, "location", "") or "")
         g["locations"].add(location)
         slot = "spot" if getattr(item, "spot", False) else "od"
-        if g[slot] is None or float(price) < g[slot][0]:
-            g[slot] = (float(price), location)
+        if g[slot] is None or price < g[slot][0]:
+            g[slot] = (price, location)
     offers = []
     for (provider, instance), g in sorted(grouped.items()):
         price, region = g["od"] or g["spot"]
@@ -274,10 +296,22 @@ def refresh_offers(
     with tempfile.TemporaryDirectory() as tmp:
         probe = Path(tmp) / "offers.csv"
         probe.write_bytes(data)
-        read_offers_file(probe)
+        try:
+            read_offers_file(probe)
+        except FlopwiseError as exc:  # name the data, not a temporary file that is gone
+            raise FlopwiseError(
+                str(exc).replace(str(probe), f"offers fetched from {source}")
+                + "; nothing was written"
+            ) from None
     check_not_user_edited(path)  # again: the user may have edited it while we fetched
-    _atomic_write(path, data)
     side = sidecar_path(path)
     meta = {"sha256": _sha256(data), "source": source, "written_at": as_of, "offers": len(offers)}
-    _atomic_write(side, (json.dumps(meta, indent=2) + "\n").encode("utf-8"))
+    try:
+        _atomic_write(path, data)
+        _atomic_write(side, (json.dumps(meta, indent=2) + "\n").encode("utf-8"))
+    except OSError as exc:
+        raise FlopwiseError(
+            f"cannot write {exc.filename or path}: {exc.strerror or exc}; the previous "
+            "overlay (if any) is unchanged"
+        ) from None
     return RefreshResult(path, side, len(offers), skipped, source, as_of)

@@ -286,8 +286,8 @@ def test_global_batch_rounding_is_stated(capsys: pytest.CaptureFixture[str]) -> 
     "args",
     [
         ["catalog", "models"],
-        ["compare", "train", "llama-3.1-8b", "--tokens", "1T", "--gpus", "64"],
-        ["catalog", "offers", "--json"],
+        ["catalog", "offers"],
+        ["compare", "infer", "llama-3.1-8b"],
     ],
 )
 def test_a_reader_that_stops_early_is_not_an_error(args: list[str], tmp_path: Path) -> None:
@@ -299,8 +299,7 @@ def test_a_reader_that_stops_early_is_not_an_error(args: list[str], tmp_path: Pa
         env=run_cli_env(tmp_path),
     )
     assert proc.stdout is not None and proc.stderr is not None
-    proc.stdout.read(1)
-    proc.stdout.close()  # like `head -c 1`
+    proc.stdout.close()  # like `| head` that has already exited
     with proc.stderr:
         err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0, err

@@ -122,16 +122,29 @@ def run(args: argparse.Namespace) -> int:
         warmup=args.warmup,
         group=args.group,
     )
+    from flopwise.results.safe_save import keep, preflight
+
+    if dist.env_from().rank == 0:
+        preflight(args.db)  # rank 0 stores: an unusable --db fails before anything runs
+    problem = None
     with dist.session(backend, args.timeout) as s:
         result = comms.run_comms(s, cfg)
         if s.rank == 0:
             accelerator = accelerator or comms.accelerator_id(s)
-            result_id = comms.store_result(result, s, accelerator, args.db)
-            result = dataclasses.replace(result, result_id=result_id)
+            measured, acc = result, accelerator
+            outcome = keep(
+                "comms", result.to_dict(), lambda: comms.store_result(measured, s, acc, args.db)
+            )
+            problem = outcome.problem
+            result = dataclasses.replace(result, result_id=outcome.result_id)
             if args.json:
                 cluster_view.comms_json(result)
             else:
                 cluster_view.comms_table(result, accelerator)
         if not result.interrupted:
             s.store_barrier("the end of the run")
+    if problem is not None:
+        from flopwise.errors import FlopwiseError
+
+        raise FlopwiseError(problem)
     return 130 if result.interrupted else 0

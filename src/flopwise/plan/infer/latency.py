@@ -203,11 +203,26 @@ def attention(flops: float, n_bytes: float, r: Rates, decode: bool) -> Breakdown
     return Breakdown(compute_s=compute, overhead_s=KERNEL_LAUNCH_S, flops=flops)
 
 
+def node_gpus(hw: Hardware) -> int:
+    """GPUs that talk without the scale-out network: the scale-up domain, or the whole node.
+
+    PCIe cards (L40S, A100 PCIe) have a scale-up domain of one card, yet tensor parallelism
+    inside their 8-GPU server runs over PCIe (the card's scale-up link rate) rather than the
+    NICs; the node type (``--system``, or the catalog's first node for the card) says how many.
+    """
+    domain = max(1, hw.scaleup_domain)
+    if hw.system_id is None:
+        return domain
+    from flopwise.catalog.systems import get_system
+
+    return max(domain, get_system(hw.system_id).gpus_per_node)
+
+
 def allreduce_s(n_bytes: float, tp: int, hw: Hardware, engine: EngineProfile) -> float:
     """One TP all-reduce: the cheapest of ring (NCCL) and one-/two-shot custom kernels."""
     if tp <= 1 or n_bytes <= 0:
         return 0.0
-    spans = tp > max(1, hw.scaleup_domain)
+    spans = tp > node_gpus(hw)
     tier = tier_for(hw, tp, spans_nodes=spans)
     ring = collective_time_s("all_reduce", n_bytes, tp, tier)
     if spans:

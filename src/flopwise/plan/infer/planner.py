@@ -24,6 +24,7 @@ from flopwise.plan.infer.latency import (
     Rates,
     engine_overhead,
     make_rates,
+    node_gpus,
     stage_pass_time,
 )
 from flopwise.plan.infer.memory import MemoryPlan, plan_memory
@@ -47,7 +48,9 @@ class Context:
     rates: Rates
 
 
-def make_context(spec: ModelSpec, hw: Hardware, job: InferJob) -> Context:
+def make_context(
+    spec: ModelSpec, hw: Hardware, job: InferJob, engine: EngineProfile | None = None
+) -> Context:
     total = job.input_len + job.output_len
     if total > spec.max_seq_len:
         raise FlopwiseError(
@@ -58,7 +61,7 @@ def make_context(spec: ModelSpec, hw: Hardware, job: InferJob) -> Context:
         raise FlopwiseError(
             f"{hw.id} has no known interconnect; tensor/pipeline parallel needs one"
         )
-    engine = get_engine(job.engine)
+    engine = engine or get_engine(job.engine)
     precision = resolve_precision(job, hw)
     shard = make_shard(spec, job.tp, job.pp, precision.weight, precision.kv)
     rates = make_rates(hw, engine, precision.act, precision.weight)
@@ -79,7 +82,7 @@ def _p2p_s(ctx: Context, tokens: float) -> float:
     """Pipeline hand-off of `tokens` activations between two stages."""
     if ctx.job.pp <= 1:
         return 0.0
-    spans = ctx.job.tp * ctx.job.pp > max(1, ctx.hw.scaleup_domain)
+    spans = ctx.job.tp * ctx.job.pp > node_gpus(ctx.hw)
     tier = tier_for(ctx.hw, 2, spans_nodes=spans)
     return collective_time_s("send_recv", tokens * ctx.spec.hidden * 2.0, 2, tier)
 
@@ -353,14 +356,20 @@ def plan_static(ctx: Context, batch: int) -> InferPlan:
 
 
 def plan_inference(
-    model: ModelSpec, hardware: Hardware, job: InferJob, draft: Any = None
+    model: ModelSpec,
+    hardware: Hardware,
+    job: InferJob,
+    draft: Any = None,
+    *,
+    engine: EngineProfile | None = None,
 ) -> InferPlan:
     """Plan serving `model` on `hardware` for `job` (see the module docstring for modes).
 
     `draft` (a ``speculative.DraftConfig``) adds speculative decoding: expected speed-up and the
-    new TPOT under ``extras["speculative"]``.
+    new TPOT under ``extras["speculative"]``. `engine` replaces the named profile of
+    ``job.engine`` (Python API: a custom engine; cross-validation: refitted constants).
     """
-    ctx = make_context(model, hardware, job)
+    ctx = make_context(model, hardware, job, engine)
     if job.batch is None:
         from flopwise.plan.infer.batching import plan_continuous
 

@@ -115,7 +115,7 @@ RIDGE_SMOOTHING_P = 3.0
 #: those rows. `flopwise validate --only inference` refits it leaving each source family out and
 #: scores every row out of sample; tests/infer/test_inference_validation.py checks this value is
 #: what the fit on all rows gives.
-FP8_GEMM_FRACTION = 0.75
+FP8_GEMM_FRACTION = 0.60
 
 #: Bytes of all-reduced activations per element: engines reduce in bf16/fp16 even with fp8 GEMMs
 #: (TensorRT-LLM and vLLM custom all-reduce kernels operate on 16-bit tensors).

@@ -48,7 +48,9 @@ class Interval:
 
     def inverse(self) -> Interval:
         """The interval of 1/x (e.g. time per token from tokens/s): factors 1/hi, 1/lo."""
-        return Interval(1.0 / self.hi, 1.0 / self.lo, self.regime, self.n, self.source, self.coverage)
+        return Interval(
+            1.0 / self.hi, 1.0 / self.lo, self.regime, self.n, self.source, self.coverage
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

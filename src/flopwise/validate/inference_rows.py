@@ -211,9 +211,7 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
         return Unposed(rid, fam, "not in the catalog: " + ", ".join(missing))
     tp = _int(r["tp"]) or 1
     gpus = _int(r["num_gpus"]) or tp
-    measured = {
-        metric: float(r[col]) for metric, col in METRIC_COLUMNS if r.get(col, "").strip()
-    }
+    measured = {metric: float(r[col]) for metric, col in METRIC_COLUMNS if r.get(col, "").strip()}
     return PosedRow(
         id=rid,
         family=fam,

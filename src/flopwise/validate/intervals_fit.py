@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from flopwise.plan.infer.uncertainty import regime_name
 from flopwise.validate.scoring import quantile
 
 if TYPE_CHECKING:
@@ -30,16 +31,6 @@ LO_Q, HI_Q = (1.0 - COVERAGE) / 2.0, 1.0 - (1.0 - COVERAGE) / 2.0
 MIN_RESIDUALS = 8
 #: Metrics with their own published residuals; TPOT uses the inverse of tokens/s.
 INTERVAL_METRICS = ("output_tokens_per_s", "ttft_ms")
-
-
-def regime_name(validated: bool, engine_known: bool, moe: bool) -> str:
-    return "/".join(
-        (
-            "validated-accelerator" if validated else "unvalidated-accelerator",
-            "named-engine" if engine_known else "generic-engine",
-            "moe" if moe else "dense",
-        )
-    )
 
 
 def _cells(
@@ -65,6 +56,7 @@ def _quantiles(ratios: Sequence[float], source: str) -> dict[str, Any]:
 
 def interval_doc() -> dict[str, Any]:
     """The content of intervals_inference.json, recomputed from the published rows."""
+    from flopwise.plan.infer.constants import FP8_GEMM_FRACTION
     from flopwise.validate.inference import build_table, score
     from flopwise.validate.inference_rows import posed_rows
 
@@ -72,17 +64,18 @@ def interval_doc() -> dict[str, Any]:
     table, targets, _ = build_table(posed, engines=("known", "generic"))
     regimes: dict[str, dict[str, Any]] = {}
     for mode in ("known", "generic"):
+        planned = table.get((mode, FP8_GEMM_FRACTION), {})
+        mode_targets = [t for t in targets if t.key in planned]
         for validated, grouping in ((True, "family"), (False, "accelerator")):
 
             def group(t: Target, by: str = grouping) -> str:
                 return t.row.family if by == "family" else t.row.accelerator
 
-            _, oos, _ = score(table, targets, mode, group)
-            how = (
-                f"leave-one-{grouping}-out residuals of published rows planned with "
-                + ("the row's engine" if mode == "known" else "--engine generic")
+            _, oos, _ = score(table, mode_targets, mode, group)
+            how = f"leave-one-{grouping}-out residuals of published rows planned with " + (
+                "the row's engine" if mode == "known" else "--engine generic"
             )
-            for name, metrics in _cells(targets, oos, validated, mode == "known").items():
+            for name, metrics in _cells(mode_targets, oos, validated, mode == "known").items():
                 for metric, ratios in metrics.items():
                     if len(ratios) >= MIN_RESIDUALS:
                         regimes.setdefault(name, {})[metric] = _quantiles(ratios, how)

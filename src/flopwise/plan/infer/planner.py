@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flopwise.errors import FlopwiseError
@@ -29,6 +29,8 @@ from flopwise.plan.infer.latency import (
 )
 from flopwise.plan.infer.memory import MemoryPlan, plan_memory
 from flopwise.plan.infer.shard import Shard, make_shard, mean_decode_keys, prefill_pairs
+from flopwise.plan.infer.uncertainty import is_validated, plan_intervals
+from flopwise.plan.intervals import Interval
 from flopwise.plan.roofline import collective_time_s, tier_for
 from flopwise.units import GB, GIB, SECONDS_PER_HOUR, TERA
 from flopwise.workload.flops import decode_flops_per_token, prefill_flops
@@ -176,6 +178,8 @@ class InferPlan:
     assumptions: tuple[str, ...] = ()
     suggestion: str | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    #: 80% prediction intervals by metric (ttft_ms, tpot_ms, output_tokens_per_s)
+    intervals: dict[str, Interval] = field(default_factory=dict)
 
     @property
     def tokens_per_s_per_user(self) -> float:
@@ -222,10 +226,26 @@ class InferPlan:
             },
             "peak_bw_gbps": self.peak_bw_gbps,
             "peak_tflops": self.peak_tflops,
+            **self._interval_dict(),
             "assumptions": list(self.assumptions),
             "suggestion": self.suggestion,
             **self.extras,
         }
+
+    def _interval_dict(self) -> dict[str, Any]:
+        values = {
+            "ttft_ms": self.ttft_s * 1e3,
+            "tpot_ms": self.tpot_s * 1e3,
+            "output_tokens_per_s": self.output_tokens_per_s,
+        }
+        out: dict[str, Any] = {
+            f"{metric}_interval": (
+                list(self.intervals[metric].around(value)) if metric in self.intervals else None
+            )
+            for metric, value in values.items()
+        }
+        out["intervals"] = {m: iv.to_dict() for m, iv in self.intervals.items()}
+        return out
 
 
 def utilisation(
@@ -355,6 +375,16 @@ def plan_static(ctx: Context, batch: int) -> InferPlan:
     )
 
 
+def _validation_assumptions(accelerator_id: str) -> tuple[str, ...]:
+    if is_validated(accelerator_id):
+        return ()
+    return (
+        f"assumed: no published serving runs validate {accelerator_id}; its rates come from "
+        "the spec sheet and MAMF (or peak x the default fraction), and its intervals from "
+        "residuals of accelerators scored as if unseen",
+    )
+
+
 def plan_inference(
     model: ModelSpec,
     hardware: Hardware,
@@ -376,6 +406,11 @@ def plan_inference(
         plan = plan_continuous(ctx)
     else:
         plan = plan_static(ctx, job.batch)
+    plan = replace(
+        plan,
+        intervals=plan_intervals(hardware.id, ctx.engine.name, model.is_moe),
+        assumptions=(*plan.assumptions, *_validation_assumptions(hardware.id)),
+    )
     if draft is not None:
         from flopwise.plan.infer.speculative import add_speculation
 

@@ -1,0 +1,62 @@
+"""80% prediction intervals of an inference plan: which regime it falls in, and its factors.
+
+The regime is (accelerator validated by published serving rows or not) x (engine named or
+``generic``) x (dense or MoE); the factors come from ``catalog/data/intervals_inference.json``
+(out-of-sample residuals, see ``flopwise.validate.intervals_fit``). TTFT and output tokens/s have
+their own residuals; TPOT takes the inverse of the tokens/s interval (at a fixed running batch,
+time per token is batch / tokens per second). A regime without enough residuals of its own
+borrows the dense one of the same accelerator/engine class and says so in ``source``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from flopwise.plan.intervals import Interval, interval_for, load_interval_file
+
+KIND = "inference"
+
+
+def regime_name(validated: bool, engine_known: bool, moe: bool) -> str:
+    return "/".join(
+        (
+            "validated-accelerator" if validated else "unvalidated-accelerator",
+            "named-engine" if engine_known else "generic-engine",
+            "moe" if moe else "dense",
+        )
+    )
+
+
+def is_validated(accelerator_id: str) -> bool:
+    """Whether published serving rows of this accelerator were scored (intervals file)."""
+    return accelerator_id in load_interval_file(KIND).get("validated_accelerators", ())
+
+
+def _lookup(validated: bool, engine_known: bool, moe: bool, metric: str) -> Interval | None:
+    found = interval_for(KIND, regime_name(validated, engine_known, moe), metric)
+    if found is not None or not moe:
+        return found
+    dense = interval_for(KIND, regime_name(validated, engine_known, False), metric)
+    if dense is None:
+        return None
+    return replace(
+        dense,
+        regime=regime_name(validated, engine_known, True),
+        source=f"no MoE residuals for this metric; dense regime's used ({dense.source})",
+    )
+
+
+def plan_intervals(accelerator_id: str, engine_name: str, moe: bool) -> dict[str, Interval]:
+    """Intervals by metric (ttft_ms, tpot_ms, output_tokens_per_s); empty without data."""
+    validated = is_validated(accelerator_id)
+    known = engine_name != "generic"
+    out: dict[str, Interval] = {}
+    tok = _lookup(validated, known, moe, "output_tokens_per_s")
+    if tok is not None:
+        out["output_tokens_per_s"] = tok
+        inv = tok.inverse()
+        out["tpot_ms"] = replace(inv, source=f"inverse of the tokens/s interval ({tok.source})")
+    ttft = _lookup(validated, known, moe, "ttft_ms")
+    if ttft is not None:
+        out["ttft_ms"] = ttft
+    return out

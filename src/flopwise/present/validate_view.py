@@ -92,9 +92,10 @@ def show_inference_validation(rep: dict[str, Any]) -> None:
         )
     ]
     fitted = "; ".join(
-        f"{name} = {f['shipped']} (refitted per held-out family: "
+        f"{name} = {f['shipped']} ({'fitted' if f['fitted'] else 'hand-set'}; a fit per "
+        "held-out family would pick "
         + ", ".join(f"{k} {v}" for k, v in f["fit_without_family"].items())
-        + ")"
+        + f", out-of-sample MAPE {_pct(f['diagnostic_out_of_sample_if_fitted']['mape_pct'])})"
         for name, f in rep.get("fitted", {}).items()
     )
     cov = rep.get("interval_coverage_pct")

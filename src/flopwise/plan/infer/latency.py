@@ -15,7 +15,7 @@ elementwise ops: norms, rotary, residual adds, the MLP activation).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from flopwise.hardware import Hardware
 from flopwise.plan.efficiency import GEMM_TILE, KERNEL_LAUNCH_S
@@ -317,7 +317,9 @@ def stage_pass_time(
     if sh.moe_layers_on_stage:
         total = total + _mlp(sh, p, hw, r, moe=True).scaled(sh.moe_layers_on_stage)
     if with_logits and p.logits_rows > 0:
-        total = total + gemm(p.logits_rows, sh.logits_out, h, hw, r)
+        # the lm_head stays 16-bit in quantized checkpoints (shard.VOCAB_WEIGHT_BYTES)
+        head = replace(r, weight_bytes=sh.vocab_bytes_per_elt)
+        total = total + gemm(p.logits_rows, sh.logits_out, h, hw, head)
     return total
 
 

@@ -16,6 +16,13 @@ from flopwise.workload.params import ParamCounts, attention_params, count_params
 from flopwise.workload.spec import ModelSpec
 
 
+#: Bytes per element of the embedding and output projection (lm_head) in quantized checkpoints:
+#: fp8/int8/int4 quantizers leave them in 16 bit by default (NVIDIA ModelOpt FP8 checkpoints
+#: list "lm_head" under exclude_modules in hf_quant_config.json; AutoAWQ/GPTQ quantize only the
+#: decoder's linear layers). 16-bit deployments are unaffected.
+VOCAB_WEIGHT_BYTES = 2.0
+
+
 @dataclass(frozen=True, slots=True)
 class Shard:
     """Per-GPU shapes and bytes of one TP rank in one pipeline stage."""
@@ -71,6 +78,11 @@ class Shard:
         frac = s.moe_layers / s.layers
         return frac * moe + (1 - frac) * self.mlp_down_in
 
+    @property
+    def vocab_bytes_per_elt(self) -> float:
+        """Bytes per element of the embedding and lm_head (see VOCAB_WEIGHT_BYTES)."""
+        return max(self.weight_bytes_per_elt, VOCAB_WEIGHT_BYTES)
+
     def weights_per_gpu_bytes(self) -> float:
         """Weights on the fullest rank: its layers plus the embedding and output projection."""
         c, s = self.counts, self.spec
@@ -79,7 +91,8 @@ class Shard:
         vocab = c.embedding + c.lm_head
         # With pp > 1 the embedding sits on the first stage, the lm_head on the last.
         vocab_on_stage = vocab if self.pp == 1 else max(c.embedding, c.lm_head)
-        return (per_layer * self.layers + vocab_on_stage) / self.tp * self.weight_bytes_per_elt
+        layers = per_layer * self.layers * self.weight_bytes_per_elt
+        return (layers + vocab_on_stage * self.vocab_bytes_per_elt) / self.tp
 
 
 def make_shard(spec: ModelSpec, tp: int, pp: int, weight_dtype: str, kv_dtype: str) -> Shard:

@@ -15,7 +15,6 @@ from flopwise.workload.memory_bytes import DTYPE_BYTES, kv_bytes_per_token_per_l
 from flopwise.workload.params import ParamCounts, attention_params, count_params, mlp_params
 from flopwise.workload.spec import ModelSpec
 
-
 #: Bytes per element of the embedding and output projection (lm_head) in quantized checkpoints:
 #: fp8/int8/int4 quantizers leave them in 16 bit by default (NVIDIA ModelOpt FP8 checkpoints
 #: list "lm_head" under exclude_modules in hf_quant_config.json; AutoAWQ/GPTQ quantize only the

@@ -36,14 +36,21 @@ class InferJob:
     act_dtype: str | None = None  # default: see Precision.resolve
     engine: str = "generic"
     price_per_gpu_hour: float | None = None
+    ep: int = 1  # expert-parallel degree inside the TP group (MoE); must divide tp
+    attention_dp: bool = False  # attention data-parallel over the TP group (MoE serving)
 
     def __post_init__(self) -> None:
-        for name in ("input_len", "output_len", "tp", "pp", "replicas"):
+        for name in ("input_len", "output_len", "tp", "pp", "replicas", "ep"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise FlopwiseError(f"{name} must be a positive integer, got {value!r}")
         if self.batch is not None and (not isinstance(self.batch, int) or self.batch < 1):
             raise FlopwiseError(f"batch must be a positive integer or 'max', got {self.batch!r}")
+        if self.tp % self.ep:
+            raise FlopwiseError(
+                f"--ep {self.ep} must divide --tp {self.tp} (experts are split over ep groups "
+                "of the tensor-parallel ranks)"
+            )
         normalize_dtype(self.weight_dtype, WEIGHT_DTYPES)
         if self.kv_dtype is not None:
             normalize_dtype(self.kv_dtype, KV_DTYPES)
@@ -69,6 +76,8 @@ class InferJob:
             "kv_dtype": self.kv_dtype,
             "act_dtype": self.act_dtype,
             "engine": self.engine,
+            "ep": self.ep,
+            "attention_dp": self.attention_dp,
             "price_per_gpu_hour": self.price_per_gpu_hour,
         }
 

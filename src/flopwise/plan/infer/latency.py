@@ -281,9 +281,13 @@ def _mlp(sh: Shard, p: Pass, hw: Hardware, r: Rates, moe: bool) -> Breakdown:
         else expected_distinct_experts(s.experts, s.experts_per_token, m)
     )
     per_expert = routed / distinct
+    # expert parallelism: a rank computes only its group's experts (the expected share of the
+    # touched ones; the busiest group's excess at small batch is not modelled), each sharded
+    # over tp/ep ranks (Shard.expert_up_out)
+    local = distinct / sh.ep
     out = gemm(m, s.experts, h, hw, r)  # router
-    out = out + gemm(per_expert, sh.expert_up_out, h, hw, r, groups=distinct)
-    out = out + gemm(per_expert, h, sh.expert_down_in, hw, r, groups=distinct)
+    out = out + gemm(per_expert, sh.expert_up_out, h, hw, r, groups=local)
+    out = out + gemm(per_expert, h, sh.expert_down_in, hw, r, groups=local)
     if s.shared_experts:
         out = out + gemm(m, sh.shared_up_out, h, hw, r) + gemm(m, h, sh.shared_down_in, hw, r)
     return out
@@ -299,18 +303,37 @@ def _elementwise(sh: Shard, p: Pass, r: Rates) -> Breakdown:
     )
 
 
+def _share(p: Pass, dp: int) -> Pass:
+    """The part of a pass one of `dp` data-parallel attention ranks processes."""
+    if dp <= 1:
+        return p
+    return replace(
+        p,
+        tokens=p.tokens / dp,
+        decode_seqs=p.decode_seqs / dp,
+        prefill_tokens=p.prefill_tokens / dp,
+        prefill_pairs=p.prefill_pairs / dp,
+        prefill_pairs_sliding=p.prefill_pairs_sliding / dp,
+    )
+
+
 def stage_pass_time(
     sh: Shard, p: Pass, hw: Hardware, r: Rates, engine: EngineProfile, with_logits: bool = True
 ) -> Breakdown:
     """One forward pass of one pipeline stage (sh.layers layers) on one GPU."""
     s, m, h = sh.spec, p.tokens, sh.spec.hidden
-    proj = gemm(m, sh.qkv_out, h, hw, r) + gemm(m, h, sh.o_in, hw, r)
     ar = allreduce_s(m * h * ALLREDUCE_ELEMENT_BYTES, sh.tp, hw, engine)
-    common = proj + _elementwise(sh, p, r) + Breakdown(comm_s=2 * ar)
+    # attention data parallelism: each rank runs attention for its 1/attn_dp of the sequences
+    # with whole heads, then gathers every token for the MLP and scatters the result back
+    # (all-gather + reduce-scatter: the bytes of one all-reduce instead of two all-reduces)
+    pa = _share(p, sh.attn_dp)
+    proj = gemm(pa.tokens, sh.qkv_out, h, hw, r) + gemm(pa.tokens, h, sh.o_in, hw, r)
+    comm = Breakdown(comm_s=(1 if sh.attn_dp > 1 else 2) * ar)
+    common = proj + _elementwise(sh, pa, r) + comm
     sliding_frac = s.sliding_layers / s.layers
-    attn = _layer_attention(sh, p, r, sliding=False).scaled(1 - sliding_frac)
+    attn = _layer_attention(sh, pa, r, sliding=False).scaled(1 - sliding_frac)
     if sliding_frac:
-        attn = attn + _layer_attention(sh, p, r, sliding=True).scaled(sliding_frac)
+        attn = attn + _layer_attention(sh, pa, r, sliding=True).scaled(sliding_frac)
     total = (common + attn).scaled(sh.layers)
     if sh.dense_layers_on_stage:
         total = total + _mlp(sh, p, hw, r, moe=False).scaled(sh.dense_layers_on_stage)

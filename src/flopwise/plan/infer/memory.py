@@ -125,11 +125,12 @@ def plan_memory(
     max_batch = None
     if usable is not None:
         free = usable - weights - RUNTIME_RESERVED_BYTES - largest
-        per = per_seq + sh.logits_out * 4.0
+        # attention data parallelism: a rank holds the KV of 1/attn_dp of the sequences
+        per = per_seq / sh.attn_dp + sh.logits_out * 4.0
         max_batch = max(0, math.floor(free / per)) if free > 0 else 0
     return MemoryPlan(
         weights_bytes=weights,
-        kv_bytes=batch * per_seq,
+        kv_bytes=batch * per_seq / sh.attn_dp,
         workspace_bytes=work,
         reserved_bytes=RUNTIME_RESERVED_BYTES,
         device_bytes=device_bytes,

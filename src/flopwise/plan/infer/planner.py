@@ -65,7 +65,15 @@ def make_context(
         )
     engine = engine or get_engine(job.engine)
     precision = resolve_precision(job, hw)
-    shard = make_shard(spec, job.tp, job.pp, precision.weight, precision.kv)
+    if (job.ep > 1 or job.attention_dp) and not spec.is_moe:
+        raise FlopwiseError(
+            f"{spec.name} is dense: --ep and --attention-dp apply to mixture-of-experts models"
+        )
+    if job.ep > 1 and spec.experts % job.ep:
+        raise FlopwiseError(f"--ep {job.ep} must divide {spec.name}'s {spec.experts} experts")
+    shard = make_shard(
+        spec, job.tp, job.pp, precision.weight, precision.kv, job.ep, job.attention_dp
+    )
     rates = make_rates(hw, engine, precision.act, precision.weight)
     return Context(spec, hw, job, engine, precision, shard, rates)
 
@@ -275,9 +283,23 @@ def assumptions_for(ctx: Context) -> list[str]:
     if ctx.precision.note:
         out.append(ctx.precision.note)
     if ctx.spec.is_moe:
+        job = ctx.job
+        split = (
+            f"experts split over {job.ep} expert-parallel groups of {job.tp // job.ep} "
+            "tensor-parallel ranks (expected share of the touched experts per group; the "
+            "busiest group's excess is not modelled)"
+            if job.ep > 1
+            else "experts split by tensor parallelism"
+        )
+        attn = (
+            f"attention data-parallel over {job.tp} ranks (whole heads, 1/{job.tp} of the "
+            "sequences each)"
+            if job.attention_dp
+            else "attention split by heads"
+        )
         out.append(
-            "MoE experts split by tensor parallelism (no expert parallelism); decode reads "
-            "the expected distinct experts of the batch, prefill all of them"
+            f"MoE: {split}; {attn}; decode reads the expected distinct experts of the batch, "
+            "prefill all of them"
         )
     return out
 

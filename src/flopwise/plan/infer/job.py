@@ -63,6 +63,26 @@ class InferJob:
     def gpus(self) -> int:
         return self.tp * self.pp * self.replicas
 
+    def moe_layout_note(self) -> str:
+        """How a mixture-of-experts model is split (the plan's assumptions line)."""
+        split = (
+            f"experts split over {self.ep} expert-parallel groups of {self.tp // self.ep} "
+            "tensor-parallel ranks (expected share of the touched experts per group; the "
+            "busiest group's excess is not modelled)"
+            if self.ep > 1
+            else "experts split by tensor parallelism"
+        )
+        attn = (
+            f"attention data-parallel over {self.tp} ranks (whole heads, 1/{self.tp} of the "
+            "sequences each)"
+            if self.attention_dp
+            else "attention split by heads"
+        )
+        return (
+            f"MoE: {split}; {attn}; decode reads the expected distinct experts of the batch, "
+            "prefill all of them"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "input_len": self.input_len,

@@ -29,7 +29,11 @@ from flopwise.plan.infer.latency import (
 )
 from flopwise.plan.infer.memory import MemoryPlan, plan_memory
 from flopwise.plan.infer.shard import Shard, make_shard, mean_decode_keys, prefill_pairs
-from flopwise.plan.infer.uncertainty import is_validated, plan_intervals
+from flopwise.plan.infer.uncertainty import (
+    interval_fields,
+    plan_intervals,
+    validation_assumptions,
+)
 from flopwise.plan.intervals import Interval
 from flopwise.plan.roofline import collective_time_s, tier_for
 from flopwise.units import GB, GIB, SECONDS_PER_HOUR, TERA
@@ -234,26 +238,18 @@ class InferPlan:
             },
             "peak_bw_gbps": self.peak_bw_gbps,
             "peak_tflops": self.peak_tflops,
-            **self._interval_dict(),
+            **interval_fields(
+                self.intervals,
+                {
+                    "ttft_ms": self.ttft_s * 1e3,
+                    "tpot_ms": self.tpot_s * 1e3,
+                    "output_tokens_per_s": self.output_tokens_per_s,
+                },
+            ),
             "assumptions": list(self.assumptions),
             "suggestion": self.suggestion,
             **self.extras,
         }
-
-    def _interval_dict(self) -> dict[str, Any]:
-        values = {
-            "ttft_ms": self.ttft_s * 1e3,
-            "tpot_ms": self.tpot_s * 1e3,
-            "output_tokens_per_s": self.output_tokens_per_s,
-        }
-        out: dict[str, Any] = {
-            f"{metric}_interval": (
-                list(self.intervals[metric].around(value)) if metric in self.intervals else None
-            )
-            for metric, value in values.items()
-        }
-        out["intervals"] = {m: iv.to_dict() for m, iv in self.intervals.items()}
-        return out
 
 
 def utilisation(
@@ -283,24 +279,7 @@ def assumptions_for(ctx: Context) -> list[str]:
     if ctx.precision.note:
         out.append(ctx.precision.note)
     if ctx.spec.is_moe:
-        job = ctx.job
-        split = (
-            f"experts split over {job.ep} expert-parallel groups of {job.tp // job.ep} "
-            "tensor-parallel ranks (expected share of the touched experts per group; the "
-            "busiest group's excess is not modelled)"
-            if job.ep > 1
-            else "experts split by tensor parallelism"
-        )
-        attn = (
-            f"attention data-parallel over {job.tp} ranks (whole heads, 1/{job.tp} of the "
-            "sequences each)"
-            if job.attention_dp
-            else "attention split by heads"
-        )
-        out.append(
-            f"MoE: {split}; {attn}; decode reads the expected distinct experts of the batch, "
-            "prefill all of them"
-        )
+        out.append(ctx.job.moe_layout_note())
     return out
 
 
@@ -397,16 +376,6 @@ def plan_static(ctx: Context, batch: int) -> InferPlan:
     )
 
 
-def _validation_assumptions(accelerator_id: str) -> tuple[str, ...]:
-    if is_validated(accelerator_id):
-        return ()
-    return (
-        f"assumed: no published serving runs validate {accelerator_id}; its rates come from "
-        "the spec sheet and MAMF (or peak x the default fraction), and its intervals from "
-        "residuals of accelerators scored as if unseen",
-    )
-
-
 def plan_inference(
     model: ModelSpec,
     hardware: Hardware,
@@ -431,7 +400,7 @@ def plan_inference(
     plan = replace(
         plan,
         intervals=plan_intervals(hardware.id, ctx.engine.name, model.is_moe),
-        assumptions=(*plan.assumptions, *_validation_assumptions(hardware.id)),
+        assumptions=(*plan.assumptions, *validation_assumptions(hardware.id)),
     )
     if draft is not None:
         from flopwise.plan.infer.speculative import add_speculation

@@ -10,7 +10,9 @@ borrows the dense one of the same accelerator/engine class and says so in ``sour
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from flopwise.plan.intervals import Interval, interval_for, load_interval_file
 
@@ -60,3 +62,28 @@ def plan_intervals(accelerator_id: str, engine_name: str, moe: bool) -> dict[str
     if ttft is not None:
         out["ttft_ms"] = ttft
     return out
+
+
+def interval_fields(
+    intervals: Mapping[str, Interval], values: Mapping[str, float]
+) -> dict[str, Any]:
+    """``<metric>_interval: [lo, hi]`` (None without residuals) per value, and the details."""
+    out: dict[str, Any] = {
+        f"{metric}_interval": (
+            list(intervals[metric].around(value)) if metric in intervals else None
+        )
+        for metric, value in values.items()
+    }
+    out["intervals"] = {m: iv.to_dict() for m, iv in intervals.items()}
+    return out
+
+
+def validation_assumptions(accelerator_id: str) -> tuple[str, ...]:
+    """The assumptions line of a plan on an accelerator no published serving row validates."""
+    if is_validated(accelerator_id):
+        return ()
+    return (
+        f"assumed: no published serving runs validate {accelerator_id}; its rates come from "
+        "the spec sheet and MAMF (or peak x the default fraction), and its intervals from "
+        "residuals of accelerators scored as if unseen",
+    )

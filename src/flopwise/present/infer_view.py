@@ -120,6 +120,12 @@ def show_plan(doc: dict[str, Any]) -> None:
         c.print(table("Speculative decoding (Leviathan et al. 2023)", ["", ""], srows))
     if doc.get("suggestion"):
         c.print(f"[bold]note:[/bold] {doc['suggestion']}")
+    tok = doc.get("intervals", {}).get("output_tokens_per_s")
+    if tok:
+        c.print(
+            f"[dim]- ranges: {tok['coverage']:.0%} intervals from {tok['n_residuals']} "
+            f"out-of-sample residuals of published runs, regime {tok['regime']}[/dim]"
+        )
     for line in doc["assumptions"]:
         c.print(f"[dim]- {line}[/dim]")
 

@@ -134,18 +134,32 @@ FP8_CAST_BYTES_PER_ELEMENT = 4.0
 #: 0.735. Accelerators without validation rows use the mean of the two, 0.785.
 SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.785
 SUSTAINED_COMPUTE_FRACTION: dict[str, float] = {
-    "a100": 0.835,
-    "h100": 0.735,
-    "h200": 0.735,
-    "h800": 0.735,
-    "gh200": 0.735,
+    "ga100": 0.835,
+    "gh100": 0.735,
 }
 
 
-def sustained_compute_fraction(accelerator_id: str) -> float:
-    """The sustained-compute fraction for an accelerator id (longest matching prefix)."""
+#: GPU die of each accelerator-id prefix: the unit the fraction is fitted per.
+DIE_OF_PREFIX: dict[str, str] = {
+    "a100": "ga100",
+    "h100": "gh100",
+    "h200": "gh100",
+    "h800": "gh100",
+    "gh200": "gh100",
+}
+
+
+def fraction_group(accelerator_id: str) -> str:
+    """The die whose fitted fraction applies to an accelerator id, or "default"."""
     best = ""
-    for prefix in SUSTAINED_COMPUTE_FRACTION:
+    for prefix in DIE_OF_PREFIX:
         if accelerator_id.startswith(prefix) and len(prefix) > len(best):
             best = prefix
-    return SUSTAINED_COMPUTE_FRACTION[best] if best else SUSTAINED_COMPUTE_FRACTION_DEFAULT
+    return DIE_OF_PREFIX[best] if best else "default"
+
+
+def sustained_compute_fraction(accelerator_id: str) -> float:
+    """The sustained-compute fraction for an accelerator id (its die's, else the default)."""
+    return SUSTAINED_COMPUTE_FRACTION.get(
+        fraction_group(accelerator_id), SUSTAINED_COMPUTE_FRACTION_DEFAULT
+    )

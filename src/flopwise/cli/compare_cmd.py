@@ -195,6 +195,9 @@ def register(sub: Any) -> None:
 
 def compare_from_args(args: argparse.Namespace) -> Any:
     """Build the job and candidates from parsed flags and run the comparison."""
+    from types import MappingProxyType
+
+    from flopwise.cli.plan_train_cmd import framework_job_kwargs
     from flopwise.compare import (
         CompareInferJob,
         CompareTrainJob,
@@ -203,9 +206,6 @@ def compare_from_args(args: argparse.Namespace) -> Any:
         from_accelerators,
         from_offers,
     )
-    from types import MappingProxyType
-
-    from flopwise.cli.plan_train_cmd import framework_job_kwargs
     from flopwise.compare.jobs import LAYOUT_KEYS
     from flopwise.errors import FlopwiseError
     from flopwise.workload.hf import load_model

@@ -88,6 +88,13 @@ def register(psub: Any) -> None:
         "for accelerators without a node type in the catalog (labelled as assumed)",
     )
     t.add_argument(
+        "--scaleup-domain",
+        type=positive_int,
+        metavar="N",
+        help="accelerators per scale-up domain (NVLink domain, TPU slice over ICI); default: "
+        "the node type's. Multislice TPU jobs: the slice size (slices talk over DCN)",
+    )
+    t.add_argument(
         "--gpus-per-node",
         type=positive_int,
         metavar="N",
@@ -180,9 +187,7 @@ def add_framework_args(t: argparse.ArgumentParser) -> None:
         ("dp-comm-overlap", "gradient reduction overlaps the backward (DDP/FSDP buckets)"),
         ("pp-scatter-gather", "pipeline sends split over TP ranks (Megatron scatter/gather)"),
     ):
-        f.add_argument(
-            f"--{flag}", action=argparse.BooleanOptionalAction, default=None, help=help_
-        )
+        f.add_argument(f"--{flag}", action=argparse.BooleanOptionalAction, default=None, help=help_)
 
 
 def framework_job_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -260,6 +265,7 @@ def train_plan_from_args(
         dtype=args.dtype,
         recipe=args.recipe,
         gpus_per_node=args.gpus_per_node,
+        scaleup_domain=args.scaleup_domain,
         price_per_gpu_hour=args.price_per_gpu_hour,
         objective=args.objective,
         **framework_job_kwargs(args),

@@ -292,10 +292,8 @@ _SC21_TABLE_1: dict[str, tuple[int, int]] = {
 }
 
 _SKIP_PREFIXES = {
-    "llama1": "whole-run GPU-hours only; parallel layout, microbatch and recompute never "
-    "published",
-    "llama2": "whole-run GPU-hours only; parallel layout, microbatch and recompute never "
-    "published",
+    "llama1": "whole-run GPU-hours only; parallel layout, microbatch and recompute never published",
+    "llama2": "whole-run GPU-hours only; parallel layout, microbatch and recompute never published",
     "opt": "'up to 147 TFLOP/s' with an unpublished FSDP+TP split and FLOP convention",
     "palm": "TPU v4 with XLA 2D sharding and partial rematerialisation; layout degrees not "
     "published as TP/PP/DP",
@@ -390,6 +388,13 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
             # (reshard_after_forward=False): sharded state, no per-microbatch gathers
             out += ["--zero", "1"]
             note = "FSDP2 with PP: weights stay gathered through the step (ZeRO-1 traffic)"
+            gbs = (_int(row, "global_batch_tokens") or 0) // (_int(row, "seq_len") or 1)
+            local = gbs // (dp * (cp or 1)) if dp else 0
+            if mb is None and local and pp and local % pp == 0:
+                # torchtitan (2024): n_microbatches = pipeline_parallel_microbatches or the
+                # pipeline degree (torchtitan/parallelisms/pipelining_utils.py)
+                put("--microbatch", local // pp)
+                note += "; microbatches = pipeline degree (torchtitan default)"
             if "interleaved" in notes.lower() or rid.endswith("i1f1b"):
                 pass  # the virtual stage count is not published: searched
             else:
@@ -409,11 +414,17 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
             return "per-device batch not published"
         # MaxText: global batch = per_device_batch_size x chips, one microbatch per step
         gbs = mb * gpus
+        slices = re.search(r"_(\d+)x", rid)
+        n_slices = int(slices.group(1)) if slices else 1
         put("--tp", tp)
-        out += ["--pp", "1", "--dp", str(dp), "--cp", "1", "--zero", "3"]
+        out += ["--pp", "1", "--dp", str(dp), "--cp", "1", "--zero", "3", "--hsdp"]
+        out += ["--scaleup-domain", str(gpus // n_slices)]
         out += ["--microbatch", str(gbs // dp)]
         put("--recompute", rc)
-        note = "ICI FSDP = ZeRO-3; one microbatch per step (per_device_batch x chips)"
+        note = (
+            f"{n_slices} slice(s) of {gpus // n_slices} chips: FSDP over ICI inside a slice, "
+            "data parallel over DCN between slices (HSDP); one microbatch per step"
+        )
         if "offload" in row.get("recompute", "").lower():
             note += "; host offload of activations not modelled (read as selective)"
         return out, note

@@ -26,6 +26,7 @@ from flopwise.plan.train.constants import (
     fraction_group,
     sustained_compute_fraction,
 )
+from flopwise.plan.train.interval import INTERVAL_LEVEL, quantile, regime_name
 from flopwise.validate.common import SkippedRow
 from flopwise.validate.train_rows import (
     FAMILIES,
@@ -43,8 +44,9 @@ __all__ = [
     "validate_training",
 ]
 
-#: Values of the sustained compute fraction each row is evaluated at (0.50 to 1.00).
-FIT_GRID: tuple[float, ...] = tuple(round(0.50 + 0.05 * i, 2) for i in range(11))
+#: Values of the sustained compute fraction each row is evaluated at (0.50 to 1.25: above 1
+#: where the assumed GEMM ceiling of a die without a published MAMF is too low, e.g. TPUs).
+FIT_GRID: tuple[float, ...] = tuple(round(0.50 + 0.05 * i, 2) for i in range(16))
 
 
 @cache
@@ -54,11 +56,17 @@ def _parser() -> Any:
     return build_parser()
 
 
-def predict_posed(posed: PosedRow, compute_fraction: float | None = None) -> Any:
-    """The TrainPlan the row's command gives (through the CLI parser and planner call)."""
+def predict_posed(
+    posed: PosedRow, compute_fraction: float | None = None, generic: bool = False
+) -> Any:
+    """The TrainPlan the row's command gives (through the CLI parser and planner call);
+    ``generic`` plans it with ``--framework generic`` instead of the source's framework."""
     from flopwise.cli.plan_train_cmd import train_plan_from_args
 
-    args = _parser().parse_args(["plan", "train", posed.model, *posed.argv])
+    argv = list(posed.argv)
+    if generic:
+        argv[argv.index("--framework") + 1] = "generic"
+    args = _parser().parse_args(["plan", "train", posed.model, *argv])
     return train_plan_from_args(args, sustained_compute_fraction=compute_fraction)
 
 
@@ -69,34 +77,40 @@ class _Curve:
     posed: PosedRow
     group: str
     values: tuple[float, ...]
+    generic: tuple[float, ...]  # the same with --framework generic
     shipped: float  # prediction with the shipped constant (what the command prints)
     memory_gib: float
     device_gib: float | None
     fits: bool | None
 
-    def at(self, f: float) -> float:
+    def at(self, f: float, generic: bool = False) -> float:
+        vals = self.generic if generic else self.values
         g = FIT_GRID
         if f <= g[0]:
-            return self.values[0]
+            return vals[0]
         for i in range(1, len(g)):
             if f <= g[i]:
                 w = (f - g[i - 1]) / (g[i] - g[i - 1])
                 # throughput-like metrics scale ~ with f: interpolate in log space
-                a, b = self.values[i - 1], self.values[i]
+                a, b = vals[i - 1], vals[i]
                 return math.exp((1 - w) * math.log(a) + w * math.log(b))
-        return self.values[-1]
+        return vals[-1]
 
 
 def _curve(posed: PosedRow) -> _Curve:
     vals = tuple(float(getattr(predict_posed(posed, f), posed.metric)) for f in FIT_GRID)
+    gen = tuple(
+        float(getattr(predict_posed(posed, f, generic=True), posed.metric)) for f in FIT_GRID
+    )
     plan = predict_posed(posed)
     return _Curve(
         posed=posed,
         group=fraction_group(posed.accelerator),
         values=vals,
+        generic=gen,
         shipped=float(getattr(plan, posed.metric)),
         memory_gib=plan.best.memory.total / 2**30,
-        device_gib=plan.to_dict()["device_memory_gib"],
+        device_gib=plan.ctx_summary["device_memory_gib"],
         fits=plan.fits,
     )
 
@@ -162,7 +176,9 @@ class ScoredRow:
     posed: PosedRow
     predicted: float  # shipped constants: what the command prints
     predicted_oos: float  # constant refitted without the row's family
+    predicted_generic_oos: float  # the same, planned with --framework generic
     fraction_oos: float
+    validated_die: bool  # the row's die had rows outside its family (its fraction was fitted)
     memory_gib: float
     device_gib: float | None
     fits: bool | None
@@ -174,6 +190,11 @@ class ScoredRow:
     @property
     def error_oos_pct(self) -> float:
         return 100.0 * (self.predicted_oos / self.posed.measured - 1.0)
+
+    def step_ratio(self, generic: bool = False) -> float:
+        """Measured / predicted step time, out of sample (metrics are per unit time)."""
+        pred = self.predicted_generic_oos if generic else self.predicted_oos
+        return pred / self.posed.measured
 
     @property
     def memory_error_pct(self) -> float | None:
@@ -192,7 +213,9 @@ class ScoredRow:
             "predicted_out_of_sample": self.predicted_oos,
             "error_pct": self.error_pct,
             "error_out_of_sample_pct": self.error_oos_pct,
+            "predicted_generic_out_of_sample": self.predicted_generic_oos,
             "compute_fraction_out_of_sample": self.fraction_oos,
+            "die_validated_out_of_sample": self.validated_die,
             "memory_per_gpu_gib": self.memory_gib,
             "device_memory_gib": self.device_gib,
             "fits": self.fits,
@@ -233,6 +256,66 @@ class TrainingValidation:
             )
         return out
 
+    def residuals(self, validated: bool, generic: bool) -> list[tuple[str, float]]:
+        """(family, measured/predicted step) of the out-of-sample rows in one regime."""
+        return [
+            (r.posed.family, r.step_ratio(generic))
+            for r in self.rows
+            if r.validated_die == validated
+        ]
+
+    def interval_table(self) -> dict[str, dict[str, float]]:
+        """Per regime: 10th/90th percentile of measured/predicted step time, and n."""
+        out: dict[str, dict[str, float]] = {}
+        for validated in (True, False):
+            for generic in (False, True):
+                res = [x for _, x in self.residuals(validated, generic)]
+                if len(res) < 5:
+                    continue
+                lo, hi = quantile(res, 0.10), quantile(res, 0.90)
+                if not validated:
+                    # out of sample, only dies run by a single source family are unvalidated
+                    # (TPUs: MaxText), so this regime's residuals say how that one die family
+                    # erred; an unseen die may err either way: take the hull with the
+                    # validated regime
+                    v = out.get(regime_name(True, not generic))
+                    if v is not None:
+                        lo, hi = min(lo, v["lo"]), max(hi, v["hi"])
+                out[regime_name(validated, not generic)] = {
+                    "lo": round(lo, 4),
+                    "hi": round(hi, 4),
+                    "n": len(res),
+                }
+        return out
+
+    def interval_coverage(self) -> dict[str, Any]:
+        """Honest coverage: each family's rows against intervals built without that family."""
+        inside = total = 0
+        per_family: dict[str, float] = {}
+        for fam in {r.posed.family for r in self.rows}:
+            fin = ftot = 0
+            for r in self.rows:
+                if r.posed.family != fam:
+                    continue
+                others = [x for f, x in self.residuals(r.validated_die, False) if f != fam]
+                if len(others) < 5:
+                    continue
+                lo, hi = quantile(others, 0.10), quantile(others, 0.90)
+                ftot += 1
+                fin += lo <= r.step_ratio() <= hi
+            if ftot:
+                per_family[fam] = 100.0 * fin / ftot
+            inside += fin
+            total += ftot
+        return {
+            "level_pct": 100.0 * INTERVAL_LEVEL,
+            "coverage_pct": 100.0 * inside / total if total else None,
+            "n": total,
+            "by_family_pct": per_family,
+            "method": "each family's out-of-sample rows against 10th-90th percentile "
+            "intervals built from the other families' out-of-sample residuals",
+        }
+
     @property
     def memory(self) -> Score:
         return Score.of([e for r in self.rows if (e := r.memory_error_pct) is not None])
@@ -258,6 +341,8 @@ class TrainingValidation:
                     "per_held_out_family": self.folds,
                 }
             },
+            "interval_coverage": self.interval_coverage(),
+            "intervals": self.interval_table(),
             "memory": {
                 **self.memory.to_dict(),
                 "metric": "predicted peak memory per GPU vs published peak memory",
@@ -305,7 +390,9 @@ def validate_training(rows: Sequence[dict[str, str]] | None = None) -> TrainingV
                     posed=c.posed,
                     predicted=c.shipped,
                     predicted_oos=c.at(f),
+                    predicted_generic_oos=c.at(f, generic=True),
                     fraction_oos=f,
+                    validated_die=c.group in fit,
                     memory_gib=c.memory_gib,
                     device_gib=c.device_gib,
                     fits=c.fits,

@@ -260,3 +260,31 @@ def get_profile(name: str) -> FrameworkProfile:
     if p is None:
         raise FlopwiseError(f"framework {name!r} is not one of {', '.join(FRAMEWORKS)}")
     return p
+
+
+def constrain(profile: FrameworkProfile, given: Mapping[str, Any]) -> dict[str, Any]:
+    """Layout constraints the profile adds to the user's (`given`: LayoutConstraints.given()),
+    or a one-line error when the user asked for something the framework cannot run."""
+    extra: dict[str, Any] = {}
+    for dim, cap in (("tp", profile.max_tp), ("pp", profile.max_pp)):
+        if cap is None:
+            continue
+        v = given.get(dim)
+        if v is not None and v > cap:
+            raise FlopwiseError(
+                f"--{dim} {v}: framework {profile.name} has no "
+                f"{'tensor' if dim == 'tp' else 'pipeline'} parallelism beyond {cap}"
+            )
+        if v is None:
+            extra[dim] = cap
+    if not profile.context_parallel:
+        v = given.get("cp")
+        if v is not None and v > 1:
+            raise FlopwiseError(f"--cp {v}: framework {profile.name} has no context parallelism")
+        if v is None:
+            extra["cp"] = 1
+    z = given.get("zero")
+    if z is not None and z not in profile.zero_stages:
+        stages = ", ".join(map(str, profile.zero_stages))
+        raise FlopwiseError(f"--zero {z}: framework {profile.name} runs ZeRO stage(s) {stages}")
+    return extra

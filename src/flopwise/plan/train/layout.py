@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.workload.spec import ModelSpec
@@ -63,6 +61,9 @@ class TrainJob:
     # (Megatron-LM's scatter/gather optimisation, Narayanan et al. 2021 §4.1; implicit with
     # sequence parallelism); off: every TP rank sends the whole tensor (DeepSpeed PipelineEngine)
     pp_scatter_gather: bool | None = None
+    # accelerators that share the scale-up fabric (NVLink domain, TPU slice over ICI); None:
+    # the node type's. Multislice TPU jobs set it to the slice size (DCN between slices)
+    scaleup_domain: int | None = None
     # share of the MAMF-based GEMM/attention rate sustained inside a step; None: the calibrated
     # per-die value (constants.SUSTAINED_COMPUTE_FRACTION)
     sustained_compute_fraction: float | None = None
@@ -89,8 +90,8 @@ class TrainJob:
                 f"attention {self.attention!r} is not one of {', '.join(ATTENTION_IMPLS)}"
             )
         f = self.sustained_compute_fraction
-        if f is not None and not 0.0 < f <= 1.0:
-            raise FlopwiseError(f"sustained compute fraction must be in (0, 1], got {f}")
+        if f is not None and not 0.0 < f <= 1.5:
+            raise FlopwiseError(f"sustained compute fraction must be in (0, 1.5], got {f}")
         if self.objective not in OBJECTIVES:
             raise FlopwiseError(f"objective {self.objective!r} is not one of time, cost")
 
@@ -202,14 +203,14 @@ class Layout:
         return asdict(self)
 
 
-def zero_shard_gpus(tp: int, dp: int, cp: int, hsdp: bool, gpus_per_node: int) -> int:
+def zero_shard_gpus(tp: int, dp: int, cp: int, hsdp: bool, domain: int) -> int:
     """GPUs ZeRO shards the training state over: the whole DP x CP group, or with HSDP the
-    members of that group inside one node (rank order tp-cp-dp: the group's ranks sit tp
-    apart, so a node holds gpus_per_node / tp of them)."""
+    members of that group inside one scale-up domain (an NVLink node or rack, a TPU slice;
+    rank order tp-cp-dp: the group's ranks sit tp apart, so a domain holds domain / tp)."""
     n = dp * cp
     if not hsdp:
         return n
-    return max(1, min(n, gpus_per_node // tp))
+    return max(1, min(n, domain // tp))
 
 
 def divisors(n: int) -> list[int]:

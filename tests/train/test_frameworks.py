@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_cli
 
+from conftest import run_cli
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import hardware_from_catalog
 from flopwise.plan.train import LayoutConstraints, TrainJob, plan_training

@@ -114,6 +114,11 @@ GPU_VENDORS = ("nvidia", "amd")
 #: of Bandwidth": DRAM latency ~ 0.5 us). Launch overhead (KERNEL_LAUNCH_S) comes on top.
 KERNEL_FILL_DRAIN_S = 1.0e-6
 
+#: Power of the inverse-distance weights that interpolate measured/modelled ratios between
+#: measured shapes (Shepard 1968): 4 keeps the correction local, so a large GEMM follows the
+#: large measured shapes and not a slow skinny one two octaves away in every dimension.
+SHAPE_INTERPOLATION_POWER = 4
+
 #: Smoothing of the roofline corner between FLOP time and input-read time: near the ridge real
 #: kernels fall below both roofs (Williams, Waterman & Patterson 2009, "Roofline", CACM 52(4)).
 #: time = max x (1 + r^p)^(1/p): 1.26x at the ridge, < 2% once one side is 3x the other. The
@@ -425,13 +430,13 @@ _CORRECTION_CACHE: dict[tuple[int, str], tuple[Hardware, _Points]] = {}
 def _interpolate(
     points: tuple[tuple[float, float, float, float], ...], x: float, y: float, z: float
 ) -> float:
-    """Inverse-squared-distance weighting of log ratios in (log2 M, log2 N, log2 K)."""
+    """Inverse-distance (Shepard) weighting of log ratios in (log2 M, log2 N, log2 K)."""
     num = den = 0.0
     for px, py, pz, log_ratio in points:
         d2 = (px - x) ** 2 + (py - y) ** 2 + (pz - z) ** 2
         if d2 < 1e-12:
             return math.exp(log_ratio)
-        wgt = 1.0 / d2
+        wgt = 1.0 / d2 ** (SHAPE_INTERPOLATION_POWER / 2)
         num += wgt * log_ratio
         den += wgt
     return math.exp(num / den)

@@ -376,8 +376,24 @@ def gemm_time_s(
     weight_dtype: str | None = None,
     scaling: str | None = None,
 ) -> float:
-    """Seconds of `batch` GEMMs (m x k) @ (k x n): see the module docstring."""
-    return gemm_estimate(m, n, k, hw, dtype, batch, weight_dtype, scaling).time_s
+    """Seconds of `batch` GEMMs (m x k) @ (k x n): see the module docstring (memoised per
+    hardware object, which is frozen, so the layout search pays a dict lookup per repeat)."""
+    entry = _TIME_CACHE.get(id(hw))
+    if entry is None or entry[0] is not hw:
+        if len(_TIME_CACHE) > 64:
+            _TIME_CACHE.clear()
+        entry = (hw, {})
+        _TIME_CACHE[id(hw)] = entry
+    key = (m, n, k, batch, dtype, weight_dtype, scaling)
+    hit = entry[1].get(key)
+    if hit is None:
+        hit = gemm_estimate(m, n, k, hw, dtype, batch, weight_dtype, scaling).time_s
+        entry[1][key] = hit
+    return hit
+
+
+#: id(hardware) -> (hardware, {shape key: seconds}); the hardware is kept so its id stays unique.
+_TIME_CACHE: dict[int, tuple[Hardware, dict[tuple[Any, ...], float]]] = {}
 
 
 def compute_efficiency(m: int, n: int, k: int, hw: Hardware, dtype: str = "bf16") -> float:

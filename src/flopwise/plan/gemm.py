@@ -396,9 +396,11 @@ def gemm_time_s(
 _TIME_CACHE: dict[int, tuple[Hardware, dict[tuple[Any, ...], float]]] = {}
 
 
-def compute_efficiency(m: int, n: int, k: int, hw: Hardware, dtype: str = "bf16") -> float:
+def compute_efficiency(
+    m: int, n: int, k: int, hw: Hardware, dtype: str = "bf16", batch: int = 1
+) -> float:
     """Tile/wave/split-K efficiency of the candidate the library picks for this shape."""
-    return gemm_estimate(m, n, k, hw, dtype).shape_efficiency
+    return gemm_estimate(m, n, k, hw, dtype, batch).shape_efficiency
 
 
 def gemm_tflops(

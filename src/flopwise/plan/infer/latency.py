@@ -126,10 +126,13 @@ def make_rates(hw: Hardware, engine: EngineProfile, act_dtype: str, weight_dtype
     )
 
 
-def shape_efficiency(m: int, n: int, k: int, hw: Hardware, dtype: str = "bf16") -> float:
+def shape_efficiency(
+    m: int, n: int, k: int, hw: Hardware, dtype: str = "bf16", groups: int = 1
+) -> float:
     """Tile/wave/split-K efficiency of the library's pick (flopwise.plan.gemm): small-M row
-    tiles (16/32/64), split-K or stream-K when there are fewer output tiles than SMs."""
-    return compute_efficiency(m, n, k, hw, dtype)
+    tiles (16/32/64), split-K or stream-K when there are fewer output tiles than SMs; a grouped
+    GEMM (MoE experts) schedules the tiles of all its groups in one grid."""
+    return compute_efficiency(m, n, k, hw, dtype, groups)
 
 
 def gemm(m: float, n: int, k: int, hw: Hardware, r: Rates, groups: float = 1.0) -> Breakdown:
@@ -140,7 +143,11 @@ def gemm(m: float, n: int, k: int, hw: Hardware, r: Rates, groups: float = 1.0) 
     flops = 2.0 * m * n * k * groups
     # measured GEMM shapes (bench matmul) scale both roofs by the measured/modelled ratio
     corr = shape_correction(mi, n, k, hw, r.act_dtype) if hw.matmul_shape_tflops else 1.0
-    compute = corr * flops / (r.gemm_flops_s * shape_efficiency(mi, n, k, hw, r.act_dtype))
+    compute = (
+        corr
+        * flops
+        / (r.gemm_flops_s * shape_efficiency(mi, n, k, hw, r.act_dtype, max(1, round(groups))))
+    )
     w_bytes = groups * k * n * r.weight_bytes
     moved = groups * (m * k * r.act_bytes + m * n * r.act_bytes) + w_bytes
     memory = corr * moved / r.bw_bytes_s

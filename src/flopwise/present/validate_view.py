@@ -110,6 +110,9 @@ def show_validation(doc: dict[str, Any], rows: bool = False) -> None:
         if section == "training":
             show_training_validation(rep, rows)
             continue
+        if section == "matmul":
+            show_matmul_validation(rep)
+            continue
         rows_ = [
             (
                 r["id"],
@@ -144,3 +147,51 @@ def show_validation(doc: dict[str, Any], rows: bool = False) -> None:
                     [(s["id"], s["reason"]) for s in rep["skipped"]],
                 )
             )
+
+
+def _stat_line(label: str, st: dict[str, Any]) -> str:
+    if not st.get("n"):
+        return f"{label}: no rows"
+    return (
+        f"{label}: {st['n']} rows, mean abs error {st['mape_pct']:.1f}%, worst "
+        f"{st['max_abs_error_pct']:.1f}%, bias {st['bias_pct']:+.1f}%"
+    )
+
+
+def show_matmul_validation(rep: dict[str, Any]) -> None:
+    """GEMM shape model against published GEMM TFLOPS: out-of-sample first, in-sample beside."""
+    out = console()
+    rows = [
+        (
+            r["id"],
+            r["accelerator"],
+            r["dtype"],
+            f"{r['m']}x{r['n']}x{r['k']}" + (f" x{r['groups']}" if r["groups"] > 1 else ""),
+            f"{r['measured']:.4g}",
+            f"{r['predicted']:.4g}",
+            f"{r['error_pct']:+.1f}%",
+            "in-sample" if r["in_sample"] else "",
+        )
+        for r in rep["rows"]
+    ]
+    lines = [_stat_line("out of sample", rep)]
+    lines += [_stat_line(f"  {src}", st) for src, st in rep.get("by_source", {}).items()]
+    lines.append(_stat_line("in sample (MAMF rows = the ceiling)", rep["in_sample"]))
+    lines.append(_stat_line("same rows, leave-one-out ceiling", rep["leave_one_out"]))
+    out.print(
+        table(
+            "Validation: matmul (TFLOPS by shape)",
+            ["id", "device", "dtype", "MxNxK", "published", "predicted", "error", ""],
+            rows,
+            caption="\n".join(lines),
+            right=(4, 5, 6),
+        )
+    )
+    if rep.get("skipped"):
+        out.print(
+            table(
+                "Not modelled (matmul)",
+                ["id", "why"],
+                [(s["id"], s["reason"]) for s in rep["skipped"]],
+            )
+        )

@@ -80,21 +80,7 @@ PERF_OVERVIEW_FP8 = [
     ("llama-3.3-70b", "h100-sxm", 2, 128, 2048, 6651),
     ("llama-3.3-70b", "h100-sxm", 2, 1000, 1000, 4205),
     ("llama-3.3-70b", "h100-sxm", 2, 2048, 128, 762),
-    pytest.param(
-        "llama-3.3-70b",
-        "h200-sxm",
-        1,
-        2048,
-        2048,
-        2003,
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="with TensorRT-LLM's GUARANTEED_NO_EVICT policy (whole request's KV reserved, "
-            "as v0.14's trtllm-bench reports) flopwise predicts ~1,390 tok/s; this later "
-            "edition publishes 2,003: its engine version and scheduler are not recorded here, so "
-            "the gap is open, not tuned away (see the inference validation report)",
-        ),
-    ),
+    ("llama-3.3-70b", "h200-sxm", 1, 2048, 2048, 2003),
 ]
 
 

@@ -112,11 +112,11 @@ RIDGE_SMOOTHING_P = 3.0
 #: the square-GEMM benchmark). Published MAMF tables put fp8 MAMF/peak at ~0.73 on H200 (1453 of
 #: 1979 TFLOPS, stas00/ml-engineering) and DeepGEMM's fp8 layer shapes at 60-90% of their best
 #: shape (matmul_runs.csv); 0.75 sits in that range. `flopwise validate --only inference`
-#: reports what a leave-one-family-out fit on the published serving rows would choose (0.60):
-#: that value breaks 7 independent perf-overview rows held out of the shared file
-#: (tests/infer/test_validation.py), i.e. it would absorb errors that are not GEMM rate
-#: (KV capacity, PCIe all-reduce, MoE kernels), so it is not shipped. The shape-based GEMM model
-#: (plan/gemm.py) is meant to replace this constant.
+#: reports what a leave-one-family-out fit on the published serving rows would choose (0.60;
+#: 0.65 without the trtllm014 family): 0.60 breaks five independent perf-overview rows held out
+#: of the shared file (tests/infer/test_validation.py; seven before the GEMM-by-shape model),
+#: i.e. it would absorb errors that are not GEMM rate (KV capacity, PCIe all-reduce, MoE
+#: kernels), so it is not shipped.
 FP8_GEMM_FRACTION = 0.75
 
 #: Bytes of all-reduced activations per element: engines reduce in bf16/fp16 even with fp8 GEMMs

@@ -110,8 +110,9 @@ RIDGE_SMOOTHING_P = 3.0
 #: HAND-SET, not fitted: fraction of the fp8 GEMM ceiling (MAMF) a transformer layer's
 #: per-tensor-scaled fp8 GEMMs reach in a serving engine (scaling epilogues, layer shapes below
 #: the square-GEMM benchmark). Published MAMF tables put fp8 MAMF/peak at ~0.73 on H200 (1453 of
-#: 1979 TFLOPS, stas00/ml-engineering) and DeepGEMM's fp8 layer shapes at 60-90% of their best
-#: shape (matmul_runs.csv); 0.75 sits in that range. `flopwise validate --only inference`
+#: 1979 TFLOPS, stas00/ml-engineering); DeepGEMM's block-scaled fp8 layer shapes with M >= 1024
+#: reach 775-1520 TFLOPS on H800, most of them 75-100% of its best shape (matmul_runs.csv);
+#: 0.75 sits at the low end of that range. `flopwise validate --only inference`
 #: reports what a leave-one-family-out fit on the published serving rows would choose (0.60;
 #: 0.65 without the trtllm014 family): 0.60 breaks five independent perf-overview rows held out
 #: of the shared file (tests/infer/test_validation.py; seven before the GEMM-by-shape model),

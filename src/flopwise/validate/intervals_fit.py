@@ -84,6 +84,7 @@ def interval_doc() -> dict[str, Any]:
         "generated_by": "scripts/fit_intervals.py (flopwise.validate.intervals_fit.interval_doc)",
         "method": "lo/hi = 10th/90th percentile of measured/predicted over out-of-sample rows",
         "validated_accelerators": sorted({t.row.accelerator for t in targets}),
+        "scored_engines": sorted({t.row.engine for t in targets}),
         "regimes": regimes,
     }
 

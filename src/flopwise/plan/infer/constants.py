@@ -65,6 +65,8 @@ class EngineProfile:
     #: weights and activations (TensorRT-LLM kv_cache_free_gpu_mem_fraction / KvCacheConfig
     #: free_gpu_memory_fraction, default 0.9).
     memory_fraction_of: str = "total"
+    #: What the engine does around the kernels, in words (batching, prefill, CUDA graphs, KV).
+    features: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +83,7 @@ class EngineProfile:
             "max_num_tokens": self.max_num_tokens,
             "kv_reservation": self.kv_reservation,
             "memory_fraction_of": self.memory_fraction_of,
+            "features": self.features,
             "source": self.source,
         }
 
@@ -160,6 +163,7 @@ ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
                 max_num_seqs=None,
                 max_num_tokens=8192,
                 source="middle of the engine profiles below; no engine-specific fusion assumed",
+                features="continuous batching with paged KV; nothing engine-specific assumed",
             ),
             EngineProfile(
                 name="tensorrt-llm",
@@ -176,6 +180,12 @@ ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
                 source=_TRTLLM_SRC,
                 kv_reservation="full",
                 memory_fraction_of="free",
+                features=(
+                    "in-flight batching in the C++ batch manager (context and generation "
+                    "requests in one forward pass); paged KV cache; GUARANTEED_NO_EVICT "
+                    "admission; FP8 KV cache with FP8 quantization; chunked context optional "
+                    "(enable_chunked_context); custom one-/two-shot all-reduce inside NVLink"
+                ),
             ),
             EngineProfile(
                 name="vllm",
@@ -190,6 +200,11 @@ ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
                 max_num_seqs=256,
                 max_num_tokens=8192,
                 source=_VLLM_SRC,
+                features=(
+                    "continuous (iteration-level) batching; PagedAttention KV blocks allocated "
+                    "on demand, preempting when full; CUDA graphs for decode; chunked prefill; "
+                    "fp8 KV cache with --kv-cache-dtype fp8"
+                ),
             ),
             EngineProfile(
                 name="sglang",
@@ -204,6 +219,11 @@ ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
                 max_num_seqs=None,
                 max_num_tokens=8192,
                 source=_SGLANG_SRC,
+                features=(
+                    "continuous batching with an overlapped CPU scheduler; token-level paged KV "
+                    "pool with RadixAttention prefix reuse; chunked prefill (8192); CUDA graphs "
+                    "for decode; fp8 KV cache with --kv-cache-dtype; DP attention for MLA models"
+                ),
             ),
         )
     }

@@ -52,6 +52,7 @@ def plan_intervals(accelerator_id: str, engine_name: str, moe: bool) -> dict[str
     """Intervals by metric (ttft_ms, tpot_ms, output_tokens_per_s); empty without data."""
     validated = is_validated(accelerator_id)
     known = engine_name != "generic"
+    scored = load_interval_file(KIND).get("scored_engines", ())
     out: dict[str, Interval] = {}
     tok = _lookup(validated, known, moe, "output_tokens_per_s")
     if tok is not None:
@@ -61,6 +62,9 @@ def plan_intervals(accelerator_id: str, engine_name: str, moe: bool) -> dict[str
     ttft = _lookup(validated, known, moe, "ttft_ms")
     if ttft is not None:
         out["ttft_ms"] = ttft
+    if known and scored and engine_name not in scored:
+        note = f"no scored rows of {engine_name}: residuals of {', '.join(scored)} rows; "
+        out = {m: replace(iv, source=note + iv.source) for m, iv in out.items()}
     return out
 
 

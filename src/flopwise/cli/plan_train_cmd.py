@@ -167,6 +167,9 @@ def register(psub: Any) -> None:
         metavar="ID|latest",
         help="use stored benchmark results for this accelerator",
     )
+    from flopwise.cli.goodput_args import add_goodput_args
+
+    add_goodput_args(t)
     add_db(t)
     add_json(t)
     t.set_defaults(func=run_train)
@@ -231,6 +234,11 @@ def run_train(args: argparse.Namespace) -> int:
     )
     plan = plan_training(model, hw, job, cons)
     doc = plan.to_dict()
+    if plan.fits is not False:
+        from flopwise.cli.goodput_args import goodput_inputs_from_args
+        from flopwise.plan.goodput import plan_goodput
+
+        doc["goodput"] = plan_goodput(plan, goodput_inputs_from_args(args)).to_dict()
     if args.json:
         from flopwise.present.jsonout import emit
 

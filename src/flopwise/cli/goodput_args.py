@@ -113,6 +113,10 @@ def storage_from_args(args: argparse.Namespace) -> Any:
     write = getattr(args, "checkpoint_write_gbps", None)
     read = getattr(args, "checkpoint_read_gbps", None)
     measured = getattr(args, "measured", None)
+    if measured is True:  # compare's --measured is a switch: the newest runs
+        measured = "latest"
+    elif measured is False:
+        measured = None
     if write is not None:
         return Storage(
             origin=f"ASSUMED --checkpoint-write-gbps {write:g} (aggregate, given by the user)",

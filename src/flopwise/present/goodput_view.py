@@ -29,17 +29,17 @@ def show_goodput(g: dict[str, Any]) -> None:
         (
             "interruptions per day",
             f"{g['interruptions_per_day']:.2f} ({d['unexpected_per_day']:.2f} unexpected)",
-        ),  # fmt: skip
+        ),
         ("job MTBF", "none expected" if g["job_mtbf_h"] is None else f"{g['job_mtbf_h']:.2f} h"),
         (
             "checkpoint size",
             f"{_tb(g['checkpoint_bytes'])} "
             f"({d['checkpoint_bytes_per_gpu'] / 2**30:,.2f} GiB on the busiest GPU)",
-        ),  # fmt: skip
+        ),
         (
             "checkpoint write / load",
             f"{_s(g['checkpoint_write_s'])} / {_s(d['checkpoint_read_s'])}",
-        ),  # fmt: skip
+        ),
         ("checkpoint stall", f"{_s(g['checkpoint_stall_s'])} per checkpoint, {mode}"),
         ("checkpoint interval", f"{_s(g['checkpoint_interval_s'])} (Young/Daly unless given)"),
         ("lost work per failure", _s(g["lost_work_per_failure_s"])),
@@ -49,17 +49,17 @@ def show_goodput(g: dict[str, Any]) -> None:
             "time",
             f"{fmt_num(d['ideal_train_days'])} ideal -> "
             f"{fmt_num(g['effective_train_days'])} effective days",
-        ),  # fmt: skip
+        ),
         (
             "GPU-hours",
             f"{fmt_num(d['ideal_gpu_hours'], 0)} ideal -> "
             f"{fmt_num(g['effective_gpu_hours'], 0)} effective",
-        ),  # fmt: skip
+        ),
         (
             "cost",
             f"{fmt_money(d['ideal_cost_usd'])} ideal -> "
             f"{fmt_money(g['effective_cost_usd'])} effective",
-        ),  # fmt: skip
+        ),
     ]
     caption = f"failures: {d['failure_source']}. storage: {d['storage_source']}."
     out = console()

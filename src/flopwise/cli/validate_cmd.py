@@ -8,7 +8,7 @@ from typing import Any
 
 from flopwise.cli._args import add_json
 
-SECTIONS: tuple[str, ...] = ("training", "inference")
+SECTIONS: tuple[str, ...] = ("training", "inference", "goodput")
 
 
 def register(sub: Any) -> None:
@@ -46,6 +46,10 @@ def run_validate(args: argparse.Namespace) -> int:
             doc["inference"] = mod.validate_inference().to_dict()
         elif args.only == "inference":
             raise FlopwiseError("inference validation is not available in this version")
+    if args.only in (None, "goodput"):
+        from flopwise.validate.goodput import validate_goodput
+
+        doc["goodput"] = validate_goodput().to_dict()
     if args.json:
         from flopwise.present.jsonout import emit
 

@@ -210,6 +210,12 @@ def _rates(inputs: GoodputInputs, gpus: int, nodes: int) -> tuple[float, float, 
     return unexpected, planned, f"profile {', '.join(profiles)} ({'; '.join(sources)})", rows
 
 
+def unexpected_per_day(gpus: int, gpus_per_node: int, inputs: GoodputInputs) -> tuple[float, float]:
+    """(all interruptions per day, the unexpected ones) for a job of `gpus` GPUs."""
+    unexpected, planned, _, _ = _rates(inputs, gpus, -(-gpus // gpus_per_node))
+    return unexpected + planned, unexpected
+
+
 def _default_storage(system_id: str | None, gpus_per_node: int) -> Storage:
     tier = get_storage_tier(DEFAULT_STORAGE_TIER)
     per_node: float | None = tier.write_gbps_per_node

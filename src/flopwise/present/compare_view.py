@@ -76,7 +76,7 @@ def _train_rows(
         )
         for r in doc["rows"]
     ]
-    right = (3, 4, 6) if not planned else (4, 5, 6, 8)
+    right: tuple[int, ...] = (3, 4, 6) if not planned else (4, 5, 6, 8)
     if eff:
         right = tuple(range(3 + 2 * planned, len(cols) - 1))
     return cols, rows, right

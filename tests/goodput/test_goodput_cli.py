@@ -81,6 +81,16 @@ def test_measured_io_result_sets_checkpoint_write(tmp_path: Path) -> None:
     assert "bench io result" in g["detail"]["storage_source"]
 
 
+def test_measured_by_io_result_id(tmp_path: Path) -> None:
+    from flopwise.results.store import ResultStore
+
+    db = str(tmp_path / "r.sqlite")
+    first = ResultStore(db).add("io", {"write_gbps": 1.0, "read_gbps": 1.0}, {})
+    ResultStore(db).add("io", {"write_gbps": 8.0, "read_gbps": 8.0}, {})
+    g = _goodput("--measured", str(first), "--db", db)
+    assert g["checkpoint_write_s"] == pytest.approx(g["checkpoint_bytes"] / (2048 * 1.0e9))
+
+
 def test_real_bench_io_run_then_measured_latest(tmp_path: Path) -> None:
     db = str(tmp_path / "r.sqlite")
     target = tmp_path / "disk"

@@ -147,6 +147,9 @@ def test_small_job_goodput_near_one_and_says_so() -> None:
     g = plan_goodput(plan)
     assert g.goodput_fraction is not None and g.goodput_fraction > 0.99
     assert any("near 1" in n for n in g.notes)
+    # a run shorter than the Young/Daly interval checkpoints once, at most a run's length apart
+    assert g.checkpoint_interval_s is not None and g.ideal_train_days is not None
+    assert g.checkpoint_interval_s <= g.ideal_train_days * 86400 * (1 + 1e-9)
 
 
 def test_never_finishes_when_failures_outrun_restarts(llama405_meta: object) -> None:

@@ -297,6 +297,8 @@ def goodput_from_plan_dict(doc: dict[str, Any], inputs: GoodputInputs) -> Goodpu
         if interval is not None:
             floor = max(float(step_s or 0.0), write_s or 0.0 if inputs.async_checkpoint else 0.0)
             interval = max(interval, floor)
+            if train_s is not None:  # no run checkpoints less than once
+                interval = min(interval, max(float(train_s), floor))
     lost = None
     if interval is not None:
         lost = interval / 2.0 + ((write_s or 0.0) if inputs.async_checkpoint else 0.0)

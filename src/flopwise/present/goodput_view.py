@@ -28,9 +28,12 @@ def show_goodput(g: dict[str, Any]) -> None:
     rows = [
         (
             "interruptions per day",
-            f"{g['interruptions_per_day']:.2f} ({d['unexpected_per_day']:.2f} unexpected)",
+            f"{g['interruptions_per_day']:.3g} ({d['unexpected_per_day']:.3g} unexpected)",
         ),
-        ("job MTBF", "none expected" if g["job_mtbf_h"] is None else f"{g['job_mtbf_h']:.2f} h"),
+        (
+            "job MTBF",
+            "none expected" if g["job_mtbf_h"] is None else f"{fmt_num(g['job_mtbf_h'], 2)} h",
+        ),
         (
             "checkpoint size",
             f"{_tb(g['checkpoint_bytes'])} "

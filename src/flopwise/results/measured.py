@@ -79,6 +79,8 @@ def _select_any(store: ResultStore, accelerator: str, selector: str) -> StoredRe
     except ValueError:
         raise FlopwiseError(f"--measured takes a result id or 'latest', got {selector!r}") from None
     result = store.get(result_id)
+    if result.kind == "io":
+        return result  # storage has no accelerator: goodput reads it (results/measured_io.py)
     if result.accelerator != accelerator:
         raise FlopwiseError(
             f"result {result_id} was measured on {result.accelerator or 'an unknown device'}, "

@@ -131,3 +131,23 @@ def test_compare_ranks_by_effective_time_and_cost() -> None:
     for row in doc["rows"]:
         assert row["effective_train_days"] > row["train_days"]
         assert row["effective_cost_usd"] == pytest.approx(row["cost_usd"] / row["goodput_fraction"])
+
+
+def test_compare_with_assumed_mfu_ranks_by_ideal_figures() -> None:
+    r = run_cli("compare", "train", "llama-3.1-8b", "--gpus", "64", "--tokens", "1T",
+                "--accelerators", "h100-sxm", "--price-per-gpu-hour", "2", "--mfu", "0.4",
+                "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["time_metric"] == "train_days"  # first-order rows hold no state to checkpoint
+    assert all(row["goodput"] is None for row in doc["rows"])
+
+
+def test_report_shows_ideal_and_effective(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    r = run_cli("report", "train", "llama-3.1-8b", "--gpus", "64", "--tokens", "1T",
+                "--accelerators", "h100-sxm", "--price-per-gpu-hour", "2", "--out", str(out))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    html = out.read_text()
+    for text in ('"effective_train_days"', '"train_days"', "eff. days", "goodput"):
+        assert text in html

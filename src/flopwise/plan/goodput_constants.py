@@ -8,8 +8,9 @@ from __future__ import annotations
 #: Seconds from a hang to the job noticing: PyTorch's default NCCL process-group timeout is
 #: 10 minutes (torch.distributed.constants.default_pg_nccl_timeout, from
 #: kProcessGroupNCCLDefaultTimeout = 10 * 60 * 1000 ms in
-#: torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp). Crashes that kill a process are seen sooner, hangs (NCCL
-#: watchdog timeouts, a dead NIC) only after the timeout: the default is the conservative case.
+#: torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp). Crashes that kill a process are seen
+#: sooner, hangs (NCCL watchdog timeouts, a dead NIC) only after the timeout: the default is the
+#: conservative case.
 FAILURE_DETECTION_S = 600.0
 
 #: Seconds to replace the failed node, relaunch every rank and rebuild the process groups,

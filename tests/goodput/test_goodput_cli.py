@@ -60,9 +60,22 @@ def test_what_if_flags_change_the_plan() -> None:
     assert asyn["goodput_fraction"] > slow["goodput_fraction"]
 
 
+def test_failure_profile_from_the_catalog() -> None:
+    g = _goodput("--failure-profile", "meta-rsc1-a100")
+    # Kokolis et al. 2024: r_f = 6.50 failures per 1000 node-days on RSC-1; 2048 nodes
+    assert g["interruptions_per_day"] == pytest.approx(2048 * 6.50e-3)
+    assert g["job_mtbf_h"] == pytest.approx(1.8, abs=0.05)  # their projection at 16,384 GPUs
+
+
 @pytest.mark.parametrize(
     ("flag", "value"),
-    [("--failures-per-gpu-day", "-1"), ("--checkpoint-write-gbps", "0"), ("--storage", "nope")],
+    [
+        ("--failures-per-gpu-day", "-1"),
+        ("--checkpoint-write-gbps", "0"),
+        ("--storage", "nope"),
+        ("--failure-profile", "nope"),
+        ("--failure-data", "/nonexistent.csv"),
+    ],
 )
 def test_bad_goodput_flags_are_one_line_errors(flag: str, value: str) -> None:
     r = run_cli(*DONE_WHEN, "--tokens", "15.6T", flag, value)
@@ -113,6 +126,7 @@ def test_validate_has_goodput_section_with_labelled_in_sample_rows() -> None:
     rep = json.loads(r.stdout)["goodput"]
     rows = {x["id"]: x for x in rep["rows"]}
     assert rows["llama3_405b_interruptions"]["in_sample"] is True
+    assert rows["llama3_405b_interruptions_rsc1"]["in_sample"] is False
     assert rows["bloom_176b_checkpoint_bytes"]["in_sample"] is False
     assert rows["llama3_405b_effective_time"]["within_range"] is True
     assert rep["n"] >= 6 and rep["mape_out_of_sample_pct"] is not None

@@ -34,6 +34,12 @@ def add_goodput_args(p: argparse.ArgumentParser) -> None:
         "405B causes, ~5.3e-4 per GPU-day at 16K GPUs)",
     )
     g.add_argument(
+        "--failure-profile",
+        metavar="ID",
+        help="failure causes of a published cluster from the catalog: llama3-405b (default, "
+        "H100, by cause), meta-rsc1-a100, meta-rsc2-a100",
+    )
+    g.add_argument(
         "--failure-data",
         metavar="CSV",
         help="your cluster's interruptions by cause, columns as the catalog's failures.csv",
@@ -95,8 +101,18 @@ def goodput_inputs_from_args(args: argparse.Namespace) -> Any:
     if (r := getattr(args, "restart_overhead_s", None)) is not None:
         restart = replace(restart, reschedule_s=r)
     data = getattr(args, "failure_data", None)
+    profile = getattr(args, "failure_profile", None)
+    if data and profile:
+        from flopwise.errors import FlopwiseError
+
+        raise FlopwiseError("give --failure-data or --failure-profile, not both")
+    causes = failure_causes_from_file(data) if data else ()
+    if profile:
+        from flopwise.catalog.goodput import failure_causes
+
+        causes = failure_causes(profile)
     return GoodputInputs(
-        causes=failure_causes_from_file(data) if data else (),
+        causes=causes,
         failures_per_gpu_day=getattr(args, "failures_per_gpu_day", None),
         storage=storage_from_args(args),
         async_checkpoint=bool(getattr(args, "async_checkpoint", False)),

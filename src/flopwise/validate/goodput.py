@@ -113,21 +113,24 @@ class GoodputValidation:
 
 
 def _inputs(row: Row) -> Any:
-    from flopwise.catalog.goodput import get_storage_tier
+    from flopwise.catalog.goodput import failure_causes, get_storage_tier
     from flopwise.plan.goodput import GoodputInputs, Storage
 
+    profile = (row.get("failure_profile") or "").strip()
+    causes = failure_causes(profile) if profile else ()
     tier_id = (row.get("storage") or "").strip()
     if not tier_id:
-        return GoodputInputs()
+        return GoodputInputs(causes=causes)
     t = get_storage_tier(tier_id)
     return GoodputInputs(
+        causes=causes,
         storage=Storage(
             origin=f"storage tier {t.id} ({t.source})",
             write_gbps_per_node=t.write_gbps_per_node,
             read_gbps_per_node=t.read_gbps_per_node,
             aggregate_write_gbps=t.aggregate_write_gbps,
             aggregate_read_gbps=t.aggregate_read_gbps,
-        )
+        ),
     )
 
 

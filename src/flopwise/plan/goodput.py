@@ -10,7 +10,7 @@ Layered on a TrainPlan (its public ``to_dict()``), so the step-time model is unt
   of its recipe; gradients are not saved), deduplicated across data-parallel replicas as PyTorch
   DCP and Megatron's distributed checkpoint do, so the job writes params x bytes/param once;
   every rank writes its shard, so the aggregate write rate is nodes x per-node GB/s capped by
-  the file system. Synchronous saves stall for the whole write; asynchronous ones (PyTorch DCP
+  the file system. On restart every rank reads its whole state back (replicas included). Synchronous saves stall for the whole write; asynchronous ones (PyTorch DCP
   ``async_save``, Megatron-Core ``--async-save``) stall only while each GPU copies its own
   state to host memory over its host link, and the drain to storage overlaps training.
 - Interval: Young (1974) / Daly (2006): tau = sqrt(2 x stall x MTBF of unexpected interruptions),
@@ -273,7 +273,9 @@ def goodput_from_plan_dict(doc: dict[str, Any], inputs: GoodputInputs) -> Goodpu
         r_gbps = w_gbps
         notes.append("read bandwidth unknown: checkpoint load assumed as fast as the write")
     write_s = None if w_gbps is None else ckpt_bytes / (w_gbps * GB)
-    read_s = None if r_gbps is None else ckpt_bytes / (r_gbps * GB)
+    # on restart every rank loads its own state, replicas included (no broadcast assumed)
+    read_bytes = ckpt_bytes if per_gpu is None else max(per_gpu * gpus, ckpt_bytes)
+    read_s = None if r_gbps is None else read_bytes / (r_gbps * GB)
 
     link = inputs.host_copy_gbps
     link_source = None if link is None else f"--host-copy-gbps {link:g} (given by the user)"

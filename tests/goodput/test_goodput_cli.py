@@ -60,6 +60,15 @@ def test_what_if_flags_change_the_plan() -> None:
     assert asyn["goodput_fraction"] > slow["goodput_fraction"]
 
 
+def test_storage_tier_from_the_catalog() -> None:
+    big = _goodput("--storage", "fsx-lustre-p2-1000-98tib")
+    small = _goodput("--storage", "fsx-lustre-p2-125-1.2tib")
+    # FSx for Lustre: capacity x per-unit throughput (98.4 TiB x 1000 MB/s/TiB)
+    assert big["checkpoint_write_s"] == pytest.approx(big["checkpoint_bytes"] / 98.4e9)
+    assert small["goodput_fraction"] < big["goodput_fraction"]
+    assert small["effective_train_days"] > big["effective_train_days"]
+
+
 def test_failure_profile_from_the_catalog() -> None:
     g = _goodput("--failure-profile", "meta-rsc1-a100")
     # Kokolis et al. 2024: r_f = 6.50 failures per 1000 node-days on RSC-1; 2048 nodes

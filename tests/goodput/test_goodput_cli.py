@@ -65,8 +65,10 @@ def test_storage_tier_from_the_catalog() -> None:
     small = _goodput("--storage", "fsx-lustre-p2-125-1.2tib")
     # FSx for Lustre: capacity x per-unit throughput (98.4 TiB x 1000 MB/s/TiB)
     assert big["checkpoint_write_s"] == pytest.approx(big["checkpoint_bytes"] / 98.4e9)
-    assert small["goodput_fraction"] < big["goodput_fraction"]
-    assert small["effective_train_days"] > big["effective_train_days"]
+    # 5.7 TB through 0.146 GB/s at 16K GPUs: the job fails faster than it can checkpoint
+    assert small["goodput_fraction"] == 0.0 < big["goodput_fraction"]
+    assert small["effective_train_days"] is None
+    assert any("never finishes" in n for n in small["notes"])
 
 
 def test_failure_profile_from_the_catalog() -> None:

@@ -272,8 +272,7 @@ def assumptions_for(ctx: Context) -> list[str]:
     out = [
         f"engine class {ctx.engine.name}: {ctx.engine.step_overhead_s * 1e3:.2f} ms host time "
         f"per decode step, decode attention at {ctx.engine.decode_attention_bw_fraction:.0%} "
-        "of achievable bandwidth"
-        + (f"; {ctx.engine.features}" if ctx.engine.features else ""),
+        "of achievable bandwidth" + (f"; {ctx.engine.features}" if ctx.engine.features else ""),
         f"precision: {ctx.precision.mode} ({ctx.precision.weight} weights, {ctx.precision.kv} "
         f"KV cache, {ctx.precision.act} GEMMs)",
     ]

@@ -208,7 +208,9 @@ def _device_for(device_type: str, local_rank: int) -> tuple[str, str]:
     if count == 0:
         raise FlopwiseError(f"no {device_type} device visible to this process")
     index = local_rank % count
-    mod.set_device(index)
+    from flopwise.bench.device import set_current_device
+
+    set_current_device(torch, device_type, index)
     name = mod.get_device_name(index) if hasattr(mod, "get_device_name") else device_type
     return f"{device_type}:{index}", str(name)
 

@@ -132,8 +132,7 @@ class ModelContext:
         if spans:
             stride = max(extent // group, 1)
             per_node = max(1, min(group, self.gpus_per_node // stride))
-            up = tier_for(self.hw, group, spans_nodes=False).bw_gbps
-            tier = Tier(tier.name, min(per_node * tier.bw_gbps, up), tier.alpha_s)
+            tier = tier.scaled(per_node, tier_for(self.hw, group, spans_nodes=False))
         cache[key] = tier
         return tier
 

@@ -189,11 +189,7 @@ def _by_origin(hw: Hardware, kind: str) -> dict[str, Any]:
     for name, origin in hw.origins.items():
         if origin.kind != kind:
             continue
-        if name.startswith("matmul_tflops:"):
-            value = hw.matmul_tflops.get(name.split(":", 1)[1])
-        else:
-            value = getattr(hw, name, None)
-        out[name] = {"value": value, "source": origin.detail}
+        out[name] = {"value": hw.value_of(name), "source": origin.detail}
     return out
 
 

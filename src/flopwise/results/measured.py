@@ -59,6 +59,18 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
             has_catalog = hw.scaleup_bw_uni_gbps if tier == "intra" else hw.inter_bw_per_gpu_gbps
             if fallback and not has_catalog and f"{tier}_busbw_gbps" not in values:
                 values[f"{tier}_busbw_gbps"] = (value, ref)
+    step = pinned if pinned is not None and pinned.kind == "step" else store.latest("step", hw.id)
+    if step is not None and isinstance(step.summary.get("calibration"), (int, float)):
+        cal = float(step.summary["calibration"])
+        if cal > 0:
+            found = True
+            s = step.summary
+            values["step_calibration"] = (
+                cal,
+                f"result {step.id} ({step.created_at}, {step.host}): bench step {s.get('model')} "
+                f"x{s.get('layers')} layers, {s.get('dtype')}, measured / predicted tokens/s; "
+                "compute and memory-bound time divided by it",
+            )
     if not found:
         raise FlopwiseError(
             f"no stored measurements for {hw.id}; run `flopwise bench matmul` and "

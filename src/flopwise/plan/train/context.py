@@ -75,6 +75,11 @@ class ModelContext:
         self.capacity_bytes = hw.memory_bytes
         override = job.sustained_compute_fraction
         self.compute_fraction = override if override else sustained_compute_fraction(hw.id)
+        if hw.step_calibration:
+            # bench step on this device: measured / predicted tokens/s scales every rate the
+            # device's own work runs at (GEMMs, attention, memory-bound ops); not the network
+            self.compute_fraction *= hw.step_calibration
+            self.bw_bytes_s *= hw.step_calibration
         norms = m.norms_per_layer * norm_params(m, m.hidden)
         attn = attention_params(m)
         self.dense_layer_params = attn + mlp_params(m, m.ffn) + norms

@@ -237,7 +237,7 @@ def test_ctrl_c_prints_and_stores_the_partial_run(tmp_path: Path) -> None:
         if maps.exists() and "libtorch" in maps.read_text(errors="replace"):
             break  # torch is loaded; the run starts measuring right after
         time.sleep(0.2)
-    time.sleep(4)  # measuring now: the 1,024-shape grid takes far longer than this
+    time.sleep(8)  # measuring now: the 1,024-shape grid takes far longer than this
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

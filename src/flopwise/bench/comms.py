@@ -262,8 +262,9 @@ class CommsResult:
         }
 
 
-def run_comms(session: Session, cfg: CommsConfig) -> CommsResult:
-    """Measure every op and size on the session's ranks; every rank returns the same rows."""
+def run_comms(session: Session, cfg: CommsConfig, on_row: Any = None) -> CommsResult:
+    """Measure every op and size on the session's ranks; every rank returns the same rows.
+    `on_row(row, done, total)` is called after each op and size (for a progress bar)."""
     import torch
     import torch.distributed as dist
 
@@ -327,6 +328,8 @@ def run_comms(session: Session, cfg: CommsConfig) -> CommsResult:
                         time_us_by_rank=tuple(t * 1e6 for t in times),
                     )
                 )
+                if on_row is not None:
+                    on_row(rows[-1], len(rows), len(cfg.ops) * len(cfg.sizes()))
     except KeyboardInterrupt:
         interrupted = True
     return CommsResult(

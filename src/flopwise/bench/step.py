@@ -22,7 +22,7 @@ from flopwise.errors import FlopwiseError
 #: CPU defaults: one full-width layer, a short sequence and a vocabulary cut to 8192 rows
 #: (Llama 3's 128256-row embedding and head alone would need 16 GB of fp32 AdamW state).
 CPU_DEFAULT_LAYERS = 1
-CPU_DEFAULT_SEQ_LEN = 128
+CPU_DEFAULT_SEQ_LEN = 64
 CPU_DEFAULT_VOCAB = 8192
 #: Accelerator default sequence length (the planner's default is min(context, 4096)).
 ACCELERATOR_DEFAULT_SEQ_LEN = 4096
@@ -31,7 +31,7 @@ ACCELERATOR_DEFAULT_SEQ_LEN = 4096
 FIT_MEMORY_SHARE = 0.6
 DEFAULT_STEPS = 5
 DEFAULT_WARMUP = 2
-CPU_DEFAULT_STEPS = 3
+CPU_DEFAULT_STEPS = 2
 CPU_DEFAULT_WARMUP = 1
 
 

@@ -27,7 +27,7 @@ def register(bsub: Any) -> None:
         "accelerators as many as fit)",
     )  # fmt: skip
     p.add_argument(
-        "--seq-len", type=positive_int, metavar="N", help="tokens per sequence (CPU 128, else 4096)"
+        "--seq-len", type=positive_int, metavar="N", help="tokens per sequence (CPU 64, else 4096)"
     )
     p.add_argument("--microbatch", type=positive_int, default=1, metavar="N",
                    help="sequences per step and rank (default 1)")  # fmt: skip
@@ -35,7 +35,7 @@ def register(bsub: Any) -> None:
         "--vocab", type=positive_int, metavar="N", help="vocabulary rows (default: CPU 8192, "
         "accelerators the model's)",
     )  # fmt: skip
-    p.add_argument("--steps", type=positive_int, metavar="N", help="timed steps (CPU 3, else 5)")
+    p.add_argument("--steps", type=positive_int, metavar="N", help="timed steps (CPU 2, else 5)")
     p.add_argument("--warmup", type=int, metavar="N", help="untimed steps first (CPU 1, else 2)")
     p.add_argument("--backend", default="auto", help="under torchrun: auto, nccl, gloo, ...")
     p.add_argument("--timeout", type=positive_float, default=300.0, metavar="S",

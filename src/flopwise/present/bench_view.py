@@ -65,16 +65,26 @@ def matmul_progress(
 
 @contextmanager
 def rounds_progress(what: str, enabled: bool = True) -> Iterator[Callable[[int, int], None]]:
-    """Yield an on_round(done, total) callback for the memory benchmark."""
+    """Yield an on_round(done, total) callback: rounds done of total, elapsed and time left."""
     if not enabled:
         yield lambda _d, _t: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     with Progress(
         TextColumn(f"[bold]{what}"),
         BarColumn(),
         MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
         console=_stderr_console(),
         transient=True,
     ) as bar:
@@ -84,6 +94,40 @@ def rounds_progress(what: str, enabled: bool = True) -> Iterator[Callable[[int, 
             bar.update(task, completed=done, total=total)
 
         yield on_round
+
+
+@contextmanager
+def comms_progress(enabled: bool = True) -> Iterator[Callable[[Any, int, int], None]]:
+    """Yield on_row(row, done, total): sizes done, best busbw so far per op, time left."""
+    if not enabled:
+        yield lambda _r, _d, _t: None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    best: dict[str, float] = {}
+    with Progress(
+        TextColumn("[bold]comms"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeRemainingColumn(),
+        console=_stderr_console(),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("comms", total=None, info="")
+
+        def on_row(row: Any, done: int, total: int) -> None:
+            best[row.op] = max(best.get(row.op, 0.0), row.busbw_gbps)
+            info = f"{row.op} {row.bytes} B, best busbw {best[row.op]:.2f} GB/s"
+            bar.update(task, completed=done, total=total, info=info)
+
+        yield on_row
 
 
 def _shape(s: Any) -> str:

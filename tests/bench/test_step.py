@@ -39,13 +39,15 @@ def test_built_model_has_the_parameters_the_planner_counts(tiny: Path, tied: boo
 
     import_torch()
     from flopwise.bench.step import reduced_model
-    from flopwise.bench.step_model import Transformer, parameter_count
+    from flopwise.bench.step_model import build, parameter_count
     from flopwise.workload.hf import spec_from_config
     from flopwise.workload.params import count_params
 
     cfg = {**TINY_CONFIG, "tie_word_embeddings": tied}
     spec = reduced_model(spec_from_config("tiny", cfg), 3, 256)
-    assert parameter_count(Transformer(spec)) == count_params(spec).total
+    model = build(spec, "cpu")
+    assert parameter_count(model) == count_params(spec).total
+    assert (model.head.weight is model.embed.weight) == tied
 
 
 def test_cli_step_without_measurements_times_and_says_why_no_prediction(

@@ -162,11 +162,11 @@ def run_step(config: StepConfig, db: str | None = None, on_step: Any = None) -> 
         if config.warmup is not None
         else (CPU_DEFAULT_WARMUP if on_cpu else DEFAULT_WARMUP)
     )
-    from flopwise.bench.step_model import Transformer, parameter_count
+    from flopwise.bench.step_model import build, parameter_count
 
     torch.manual_seed(0)
     device = torch.device(info.spec)
-    model = Transformer(small).to(device)
+    model = build(small, device)
     params = parameter_count(model)
     net: Any = model
     if session is not None:

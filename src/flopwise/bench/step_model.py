@@ -127,9 +127,17 @@ class Transformer(nn.Module):
         if spec.tied_embeddings:
             self.head.weight = self.embed.weight
         self.rope = spec.learned_positions == 0 and spec.model_type not in _NO_ROPE
-        for p in self.parameters():
-            if p.dim() >= 2:
-                nn.init.normal_(p, std=INIT_STD)
+
+    def init_weights(self) -> None:
+        """HF-style init: matrices N(0, INIT_STD), norm scales 1, biases 0."""
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if p.dim() >= 2:
+                    nn.init.normal_(p, std=INIT_STD)
+                elif name.endswith("weight"):
+                    nn.init.ones_(p)
+                else:
+                    nn.init.zeros_(p)
 
     def _rope_tables(self, t: int, device: Any) -> tuple[torch.Tensor, torch.Tensor]:
         dim = self.spec.head_dim
@@ -151,6 +159,18 @@ class Transformer(nn.Module):
         # next-token loss over the sequence (targets: the input shifted by one, wrapped)
         targets = torch.roll(tokens, -1, dims=1)
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.view(-1))
+
+
+def build(spec: ModelSpec, device: Any) -> Transformer:
+    """The model, allocated once on `device` and initialised there (built on the meta device
+    first, so the default per-layer init does not run on billions of weights twice)."""
+    with torch.device("meta"):
+        model = Transformer(spec)
+    model = model.to_empty(device=device)
+    if spec.tied_embeddings:
+        model.head.weight = model.embed.weight
+    model.init_weights()
+    return model
 
 
 def parameter_count(model: nn.Module) -> int:

@@ -91,9 +91,21 @@ def layers_that_fit(spec: Any, memory_bytes: int | None, tokens: int, act_bytes:
 
 
 def _timed_steps(
-    model: Any, opt: Any, tokens: Any, steps: int, warmup: int, sync: Any, amp: Any, on_step: Any
+    model: Any,
+    opt: Any,
+    tokens: Any,
+    steps: int,
+    warmup: int,
+    sync: Any,
+    amp: Any,
+    on_step: Any,
+    keep_grads: bool = False,
 ) -> list[float]:
-    """Seconds of each timed step (forward, backward, AdamW), synchronised on both sides."""
+    """Seconds of each timed step (forward, backward, AdamW), synchronised on both sides.
+
+    keep_grads (the CPU): zero gradients in place instead of freeing them, because the host
+    allocator returns large blocks to the OS and every step would page-fault them back in (the
+    accelerators' caching allocators keep them; there set_to_none is the frameworks' default)."""
     out = []
     for i in range(warmup + steps):
         sync()
@@ -102,7 +114,7 @@ def _timed_steps(
             loss = model(tokens)
         loss.backward()
         opt.step()
-        opt.zero_grad(set_to_none=True)
+        opt.zero_grad(set_to_none=not keep_grads)
         sync()
         if i >= warmup:
             out.append(time.perf_counter() - start)
@@ -191,7 +203,7 @@ def run_step(config: StepConfig, db: str | None = None, on_step: Any = None) -> 
 
     status = "complete"
     try:
-        seconds = _timed_steps(net, opt, tokens, steps, warmup, sync, amp, on_step)
+        seconds = _timed_steps(net, opt, tokens, steps, warmup, sync, amp, on_step, on_cpu)
     except KeyboardInterrupt:
         status, seconds = "interrupted", []
     except RuntimeError as exc:

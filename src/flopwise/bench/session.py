@@ -99,16 +99,24 @@ class Session:
 
     def laggards(self, expected: str) -> list[int]:
         """Ranks whose recorded progress is not `expected` (after a short grace period)."""
+        return sorted(self.progress_of_laggards(expected))
+
+    def progress_of_laggards(self, expected: str) -> dict[int, str | None]:
+        """{rank: its recorded progress} for the ranks not at `expected`, polled for a short
+        grace period. If the store goes away meanwhile (rank 0 exited), the last complete
+        reading is returned; with none, the store error propagates."""
         deadline = time.monotonic() + NAMING_GRACE_S
+        last: dict[int, str | None] | None = None
         while True:
-            behind = []
-            for r in range(self.world_size):
-                key = f"progress/{r}"
-                value = self.store.get(key).decode() if self.store.check([key]) else None
-                if value != expected:
-                    behind.append(r)
-            if not behind or time.monotonic() > deadline:
-                return behind
+            try:
+                now = {r: self._progress(r) for r in range(self.world_size)}
+            except Exception:
+                if last is None:
+                    raise
+                return last
+            last = {r: p for r, p in now.items() if p != expected}
+            if not last or time.monotonic() > deadline:
+                return last
             time.sleep(0.05)
 
     def describe(self, ranks: Sequence[int]) -> str:
@@ -137,8 +145,7 @@ class Session:
         failed = f"failed during {what}"
         try:
             self.mark(failed)
-            behind = self.laggards(failed)
-            where = {r: self._progress(r) for r in behind if r != self.rank}
+            where = {r: p for r, p in self.progress_of_laggards(failed).items() if r != self.rank}
         except Exception:
             return self.store_lost(exc)
         inside = [r for r, p in where.items() if p == what]

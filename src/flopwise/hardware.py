@@ -51,6 +51,9 @@ class Hardware:
     system_id: str | None = None
     origins: Mapping[str, Origin] = field(default_factory=dict)
     accelerator: Accelerator | None = None
+    #: measured GEMM rates by shape, (dtype, m, n, k, tflops) rows from `flopwise bench matmul`
+    #: (origin key "matmul_shape_tflops:<dtype>"); empty when none were measured
+    matmul_shape_tflops: tuple[tuple[str, int, int, int, float], ...] = ()
 
     def peak(self, dtype: str) -> float:
         """Dense peak TFLOPS for dtype; a one-line error when the catalog does not know it."""
@@ -89,7 +92,23 @@ class Hardware:
             return self.matmul_tflops.get(name.split(":", 1)[1])
         if name.startswith("busbw_gbps:"):
             return self.busbw_by_op.get(name.split(":", 1)[1])
+        if name.startswith("matmul_shape_tflops:"):
+            dtype = name.split(":", 1)[1]
+            return sum(1 for row in self.matmul_shape_tflops if row[0] == dtype)  # shapes
         return getattr(self, name, None)
+
+    def with_shape_table(
+        self, rows: tuple[tuple[str, int, int, int, float], ...], result_id: str
+    ) -> Hardware:
+        """Add measured GEMM rates by shape (replacing earlier rows of the same dtypes)."""
+        dtypes = {row[0] for row in rows}
+        kept = tuple(row for row in self.matmul_shape_tflops if row[0] not in dtypes)
+        origins = dict(self.origins)
+        for dtype in sorted(dtypes):
+            origins[f"matmul_shape_tflops:{dtype}"] = Origin("measured", result_id)
+        return replace(
+            self, matmul_shape_tflops=kept + tuple(rows), origins=MappingProxyType(origins)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -109,6 +128,7 @@ class Hardware:
             "busbw_by_op": dict(self.busbw_by_op),
             "step_calibration": self.step_calibration,
             "system": self.system_id,
+            "matmul_shape_tflops": [list(row) for row in self.matmul_shape_tflops],
             "origins": {k: v.to_dict() for k, v in self.origins.items()},
         }
 

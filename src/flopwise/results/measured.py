@@ -1,7 +1,8 @@
 """Measured numbers into the hardware description: `--measured [ID|latest]`.
 
 Contract with the benchmarks (the `summary` each stores):
-- matmul: ``{"dtype": "bf16", "best_tflops": float, ...}``
+- matmul: ``{"dtype": "bf16", "best_tflops": float, ...}``; the payload's per-shape
+  ``results`` become ``Hardware.matmul_shape_tflops`` (results/matmul_shapes.py)
 - memory: ``{"triad_gbps": float, ...}`` (BabelStream triad is the bandwidth planners use)
 - comms:  ``{"op": "all_reduce", "busbw_gbps": float, "group": "intra"|"inter"|"all",
   "nodes": int, "tier": "intra"|"inter", "busbw_basis": "per_gpu"|"per_node",
@@ -18,6 +19,7 @@ from typing import Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware, Origin
+from flopwise.results.matmul_shapes import ShapeRow, shape_table
 from flopwise.results.store import ResultStore, StoredResult
 
 CPU_ID = "cpu"
@@ -31,6 +33,8 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
     """
     store = ResultStore(db)
     values: dict[str, tuple[float, str]] = {}
+    shapes: tuple[ShapeRow, ...] = ()
+    shapes_ref = ""
     found = False
     pinned = None if selector == "latest" else _select_any(store, hw.id, selector)
     for kind in ("matmul", "memory"):
@@ -43,6 +47,7 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
         if kind == "matmul" and s.get("best_tflops"):
             dtype = str(s.get("dtype", "bf16"))
             values[f"matmul_tflops:{dtype}"] = (float(s["best_tflops"]), ref)
+            shapes, shapes_ref = shape_table(result.payload, dtype), ref
         elif kind == "memory" and s.get("triad_gbps"):
             values["achievable_bw_gbps"] = (float(s["triad_gbps"]), ref)
     # Comms: per tier and collective, the newest complete run that measured it, per GPU.
@@ -71,12 +76,13 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
                 f"x{s.get('layers')} layers, {s.get('dtype')}, measured / predicted tokens/s; "
                 "compute and memory-bound time divided by it",
             )
-    if not found:
+    if not found and store.latest("io") is None:  # storage alone: read by goodput
         raise FlopwiseError(
             f"no stored measurements for {hw.id}; run `flopwise bench matmul` and "
             "`flopwise bench memory` on that machine first"
         )
-    return hw.with_measurements(**values)
+    hw = hw.with_measurements(**values)
+    return hw.with_shape_table(shapes, shapes_ref) if shapes else hw
 
 
 def comms_values(summary: dict[str, Any]) -> list[tuple[str, float, bool]]:
@@ -136,6 +142,8 @@ def _select_any(store: ResultStore, accelerator: str, selector: str) -> StoredRe
     except ValueError:
         raise FlopwiseError(f"--measured takes a result id or 'latest', got {selector!r}") from None
     result = store.get(result_id)
+    if result.kind == "io":
+        return result  # storage has no accelerator: goodput reads it (results/measured_io.py)
     if result.accelerator != accelerator:
         raise FlopwiseError(
             f"result {result_id} was measured on {result.accelerator or 'an unknown device'}, "

@@ -124,3 +124,16 @@ def test_comms_summary_says_tier_and_basis(
     s = result.summary()
     assert (s["tier"], s["busbw_basis"], s["ranks_per_node"]) == (tier, basis, world // nodes)
     assert s["busbw_gbps_by_op_and_bytes"] == {"all_reduce": {"1024": 0.19}}
+
+
+def test_an_assumed_inter_node_rate_overrides_measured_inter_node_ops(isolated_home: Path) -> None:
+    from flopwise.plan.roofline import tier_for
+    from flopwise.plan.train import assume_inter_node_bw
+
+    store = ResultStore()
+    summary = {"op": "all_reduce", "busbw_gbps": 40.0, "group": "inter", "nodes": 2, "ranks": 2}
+    store.add("comms", summary, {"rows": []}, accelerator="h100-sxm")
+    hw = assume_inter_node_bw(apply_measurements(hardware_from_catalog("h100-sxm")), 10.0)
+    tier = tier_for(hw, 2, spans_nodes=True)
+    assert tier.bw_for("all_reduce") == tier.bw_gbps  # the measured 40 GB/s no longer applies
+    assert "busbw_gbps:inter:all_reduce" not in hw.origins

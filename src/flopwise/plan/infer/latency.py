@@ -211,7 +211,7 @@ def allreduce_s(n_bytes: float, tp: int, hw: Hardware, engine: EngineProfile) ->
     ring = collective_time_s("all_reduce", n_bytes, tp, tier)
     if spans:
         return ring
-    bw = tier.bw_gbps * GB
+    bw = tier.bw_for("all_reduce") * GB
     one_shot = engine.allreduce_latency_s + (tp - 1) * n_bytes / bw
     two_shot = 2 * engine.allreduce_latency_s + 2 * (tp - 1) / tp * n_bytes / bw
     return min(ring, one_shot, two_shot)

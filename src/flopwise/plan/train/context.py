@@ -81,6 +81,11 @@ class ModelContext:
         tdp = hw.accelerator.spec("tdp_w") if hw.accelerator is not None else None
         self.power_factor = power_clock_factor(tdp, fraction_group(hw.id))
         self.compute_fraction = base * self.power_factor
+        if hw.step_calibration:
+            # bench step on this device: measured / predicted tokens/s scales every rate the
+            # device's own work runs at (GEMMs, attention, memory-bound ops); not the network
+            self.compute_fraction *= hw.step_calibration
+            self.bw_bytes_s *= hw.step_calibration
         norms = m.norms_per_layer * norm_params(m, m.hidden)
         attn = attention_params(m)
         self.dense_layer_params = attn + mlp_params(m, m.ffn) + norms
@@ -138,8 +143,7 @@ class ModelContext:
         if spans:
             stride = max(extent // group, 1)
             per_node = max(1, min(group, self.gpus_per_node // stride))
-            up = tier_for(self.hw, group, spans_nodes=False).bw_gbps
-            tier = Tier(tier.name, min(per_node * tier.bw_gbps, up), tier.alpha_s)
+            tier = tier.scaled(per_node, tier_for(self.hw, group, spans_nodes=False))
         cache[key] = tier
         return tier
 

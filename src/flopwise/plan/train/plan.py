@@ -210,12 +210,17 @@ def assume_inter_node_bw(hw: Hardware, gbps: float) -> Hardware:
     an assumption: for accelerators the catalog has no node type for, or to override one."""
     if not gbps > 0:
         raise FlopwiseError(f"--inter-node-gbps must be positive, got {gbps}")
-    origins = dict(hw.origins)
+    origins = {k: v for k, v in hw.origins.items() if not k.startswith("busbw_gbps:inter:")}
     origins["inter_bw_per_gpu_gbps"] = Origin(
         "assumed", f"--inter-node-gbps {gbps:g} (per-GPU scale-out GB/s given by the user)"
     )
+    by_op = {k: v for k, v in hw.busbw_by_op.items() if not k.startswith("inter:")}
     return replace(
-        hw, inter_bw_per_gpu_gbps=gbps, inter_busbw_gbps=None, origins=MappingProxyType(origins)
+        hw,
+        inter_bw_per_gpu_gbps=gbps,
+        inter_busbw_gbps=None,
+        busbw_by_op=MappingProxyType(by_op),
+        origins=MappingProxyType(origins),
     )
 
 
@@ -225,11 +230,7 @@ def _by_origin(hw: Hardware, kind: str) -> dict[str, Any]:
     for name, origin in hw.origins.items():
         if origin.kind != kind:
             continue
-        if name.startswith("matmul_tflops:"):
-            value = hw.matmul_tflops.get(name.split(":", 1)[1])
-        else:
-            value = getattr(hw, name, None)
-        out[name] = {"value": value, "source": origin.detail}
+        out[name] = {"value": hw.value_of(name), "source": origin.detail}
     return out
 
 

@@ -20,6 +20,16 @@ FRAMEWORK_FIXED_BYTES = 2.0 * GIB
 #: management docs; Megatron-LM reports). Charged on activations and transient buffers.
 ALLOCATOR_FRAGMENTATION = 0.10
 
+#: Default memory headroom of the layout search, as a fraction of device memory: the search
+#: recommends only layouts whose predicted peak leaves this much free. It covers what the model
+#: cannot see: the PyTorch caching allocator's reserved bytes drift between iterations and
+#: ranks (torchtitan's own Llama 3.1 8B FSDP rows peak at 82.4 GiB eager and 77.0 GiB compiled
+#: for the same layout, a 7% spread), and the memory model's error against published peaks
+#: (validate/memory.py, torchtitan rows). 5% is 4.0 GiB on an 80 GB H100.
+#: A layout the user fixes completely is judged against the device capacity instead: headroom is
+#: a recommendation policy, not a claim that a known-good layout cannot run.
+MEMORY_HEADROOM_FRACTION = 0.05
+
 #: Bytes kept per logit element on the last stage: the 16-bit logits plus the fp32 copy the
 #: vocab-parallel cross-entropy works on (Korthikanti et al. 2022 §4.3: output layer 4sbv/t).
 LOGITS_BYTES_PER_ELEMENT = 6.0

@@ -24,7 +24,9 @@ from flopwise.workload.params import (
 )
 from flopwise.workload.spec import ModelSpec
 
-from .constants import sustained_compute_fraction
+from flopwise.units import GIB
+
+from .constants import MEMORY_HEADROOM_FRACTION, sustained_compute_fraction
 from .layout import TrainJob, zero_shard_gpus
 from .recipes import resolve_recipe
 
@@ -98,6 +100,16 @@ class ModelContext:
         self.recompute_flops_per_token = {rc: f.recompute for rc, f in flops.items()}
         self.rope = m.learned_positions == 0 and m.model_type not in _ALIBI_OR_LEARNED
         self.caches = {}
+
+    @property
+    def headroom_bytes(self) -> float:
+        """Memory the search leaves free per GPU: the job's headroom, else the default
+        fraction of device memory (constants.MEMORY_HEADROOM_FRACTION)."""
+        if self.job.memory_headroom_gib is not None:
+            return self.job.memory_headroom_gib * GIB
+        if self.capacity_bytes is None:
+            return 0.0
+        return MEMORY_HEADROOM_FRACTION * self.capacity_bytes
 
     def cache(self, name: str) -> dict[tuple[object, ...], object]:
         c = self.caches.get(name)

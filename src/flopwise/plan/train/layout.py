@@ -56,6 +56,10 @@ class TrainJob:
     # share of the MAMF-based GEMM/attention rate sustained inside a step; None: the calibrated
     # per-die value (constants.SUSTAINED_COMPUTE_FRACTION)
     sustained_compute_fraction: float | None = None
+    # memory the layout search leaves free on each GPU, GiB; None: the default policy
+    # (constants.MEMORY_HEADROOM_FRACTION of device memory). Fully fixed layouts are judged
+    # against device capacity.
+    memory_headroom_gib: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("gpus", "seq_len", "global_batch_seqs"):
@@ -78,6 +82,9 @@ class TrainJob:
         f = self.sustained_compute_fraction
         if f is not None and not 0.0 < f <= 1.0:
             raise FlopwiseError(f"sustained compute fraction must be in (0, 1], got {f}")
+        hr = self.memory_headroom_gib
+        if hr is not None and not hr >= 0.0:
+            raise FlopwiseError(f"memory headroom must be at least 0 GiB, got {hr}")
         if self.objective not in OBJECTIVES:
             raise FlopwiseError(f"objective {self.objective!r} is not one of time, cost")
 
@@ -230,10 +237,6 @@ def layout_problem(model: ModelSpec, job: TrainJob, lay: Layout) -> str | None:
                 f"the interleaved schedule needs the {lay.microbatches(job)} microbatches to "
                 f"be a multiple of pp={lay.pp}"
             )
-    if lay.pp > 1 and lay.zero > 1:
-        return (
-            f"zero={lay.zero} shards gradients, which pipeline parallelism (pp={lay.pp}) cannot use"
-        )
     if lay.sequence_parallel and lay.tp == 1:
         return "sequence parallelism needs tp > 1"
     if lay.hsdp and lay.zero != 3:
@@ -328,8 +331,6 @@ def explain_constraints(model: ModelSpec, job: TrainJob, cons: LayoutConstraints
             )
     if cons.sequence_parallel and cons.tp == 1:
         return "sequence parallelism needs tp > 1"
-    if cons.pp is not None and cons.pp > 1 and cons.zero is not None and cons.zero > 1:
-        return f"zero={cons.zero} shards gradients, which pipeline parallelism cannot use"
     if cons.hsdp and cons.pp is not None and cons.pp > 1:
         return f"hsdp shards like ZeRO-3, which pipeline parallelism (pp={cons.pp}) cannot use"
     return None

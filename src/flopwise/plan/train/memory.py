@@ -12,8 +12,18 @@ output and log-sum-exp instead of the s^2 score matrix, GQA shrinks K/V, gated M
 up and product (3f) instead of 2f. Hidden-sized tensors (norm inputs, the inputs of the QKV and
 MLP projections) are replicated over TP unless sequence parallelism shards them.
 Full recompute keeps only each layer's input plus one layer's working set; selective recompute
-drops the attention core's outputs. The first pipeline stage holds min(pp, m) microbatches
-(1F1B) or pp*(1 + (pp-1)/(pp*v)) (interleaved, Korthikanti §4.2.3).
+drops the attention core's outputs.
+
+Pipelines: the peak is the largest over pipeline ranks, not the first stage's alone. Rank r of a
+1F1B schedule holds min(pp - r, m) microbatches at its peak (Megatron-Core schedules.py
+forward_backward_pipelining_without_interleaving: pp - r - 1 warm-up forwards, then one more
+before its first backward); with v virtual stages it holds min(2(pp - r - 1) + (v - 1) pp + 1,
+m v) model chunks of L_r / v layers (forward_backward_pipelining_with_interleaving; for rank 0
+this is Korthikanti §4.2.3's pp (1 + (pp - 1)/(pp v)), and with m = pp every forward runs
+before the first backward). When pp does not divide the layers, the lighter stages go to the
+ends, first and last first (Llama 3, arXiv:2407.21783 §3.3.2: one layer fewer on the first and
+the last stage; Megatron-Core decoder_first/last_pipeline_num_layers), so the middle ranks may
+peak: a rank with one layer more and one microbatch fewer in flight.
 """
 
 from __future__ import annotations
@@ -22,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from flopwise.units import GIB
+
+from flopwise.workload.memory_bytes import TrainingRecipe
 
 from .constants import (
     ACT_BYTES,
@@ -33,6 +45,9 @@ from .constants import (
 )
 from .context import ModelContext
 from .layout import Layout
+
+#: Recipes that train fp8 GEMMs through Transformer Engine (Megatron-Core, NeMo).
+TE_FP8_RECIPES = frozenset({"mcore-fp8", "nemo-fp8", "fp8-adam"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,25 +92,90 @@ def state_bytes(ctx: ModelContext, lay: Layout) -> StateBytes:
     n_exp = max(min(n, lay.dp * lay.cp // lay.ep), 1)
     z = lay.zero
 
-    def split(p: float, shard: int) -> tuple[float, float, float, float]:
-        return (
-            r.weights * p / (shard if z >= 3 else 1),
-            r.grads * p / (shard if z >= 2 else 1),
-            r.master * p / (shard if z >= 1 else 1),
-            r.optimizer * p / (shard if z >= 1 else 1),
-        )
-
     layer_p = (p_first + p_exp) / max(-(-ctx.layers // lay.pp), 1)
-    # gathered 16-bit weights and their 16-bit gradients before the reduce-scatter
-    gathered = ZERO3_GATHERED_LAYERS * layer_p * 2 * ACT_BYTES if z >= 3 else 0.0
-    out = []
-    for p in (p_first, p_last):
-        a = split(p, n)
-        b = split(p_exp, n_exp)
-        out.append((a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], gathered))
-    res = StateBytes(first=tuple(out[0]), last=tuple(out[1]))  # type: ignore[arg-type]
+    out = [_state(r, z, p, p_exp, n, n_exp, layer_p) for p in (p_first, p_last)]
+    res = StateBytes(first=out[0], last=out[1])
     cache[key] = res
     return res
+
+
+def weight_bytes_per_param(recipe: TrainingRecipe, zero: int) -> float:
+    """Bytes per parameter of the weights a GPU holds through the step (before sharding).
+
+    FSDP recipes keep their fp32 sharded parameters as the master copy (weights 0 B) and
+    gather a 16-bit compute copy per layer under ZeRO-3 (FULL_SHARD, charged as gathered
+    layers). Under ZeRO-0/1/2 (NO_SHARD, SHARD_GRAD_OP, or FSDP2 reshard_after_forward=False
+    as torchtitan sets it with pipeline parallelism) that 16-bit copy stays unsharded from the
+    forward to the backward: 2 bytes per parameter on every GPU."""
+    if recipe.weights == 0 and zero < 3:
+        return ACT_BYTES
+    return recipe.weights
+
+
+def _state(
+    r: TrainingRecipe,
+    z: int,
+    p: float,
+    p_exp: float,
+    n: int,
+    n_exp: int,
+    layer_p: float,
+) -> tuple[float, float, float, float, float]:
+    """(weights, grads, master, optimizer, transient) bytes for p shared + p_exp expert params."""
+    w = weight_bytes_per_param(r, z)
+
+    def split(q: float, shard: int) -> tuple[float, float, float, float]:
+        return (
+            w * q / (shard if z >= 3 else 1),
+            r.grads * q / (shard if z >= 2 else 1),
+            r.master * q / (shard if z >= 1 else 1),
+            r.optimizer * q / (shard if z >= 1 else 1),
+        )
+
+    # ZeRO-3: gathered 16-bit weights and their 16-bit gradients before the reduce-scatter;
+    # ZeRO-2: the unsharded 16-bit gradients of the layers whose reduce-scatter is in flight
+    if z >= 3:
+        transient = ZERO3_GATHERED_LAYERS * layer_p * 2 * ACT_BYTES
+    elif z == 2:
+        transient = ZERO3_GATHERED_LAYERS * layer_p * ACT_BYTES
+    else:
+        transient = 0.0
+    a = split(p, n)
+    b = split(p_exp, n_exp)
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], transient)
+
+
+def stage_layers(layers: int, pp: int) -> tuple[int, ...]:
+    """Transformer layers on each pipeline rank. When pp does not divide them, the stages with
+    one layer fewer go to the ends first (rank 0, rank pp-1, rank 1, ...): Llama 3 §3.3.2 and
+    Megatron-Core decoder_first/last_pipeline_num_layers lighten the embedding and loss stages.
+    """
+    if pp == 1:
+        return (layers,)
+    base, extra = divmod(layers, pp)
+    counts = [base + 1] * pp
+    order: list[int] = []
+    lo, hi = 0, pp - 1
+    while lo <= hi:
+        order.append(lo)
+        if hi != lo:
+            order.append(hi)
+        lo, hi = lo + 1, hi - 1
+    for rank in order[: pp - extra]:
+        counts[rank] = base
+    return tuple(counts)
+
+
+def in_flight_layers(lay: Layout, rank: int, layers_r: int, microbatches: int) -> float:
+    """Layer-microbatches of activations pipeline rank `rank` holds at its peak (1F1B:
+    min(pp - rank, m) microbatches; interleaved: Megatron-Core's warm-up count + 1 chunks of
+    layers_r / v layers, at most every chunk of every microbatch)."""
+    if lay.pp == 1:
+        return float(layers_r)
+    if lay.vpp == 1:
+        return float(min(lay.pp - rank, microbatches) * layers_r)
+    chunks = min(2 * (lay.pp - rank - 1) + (lay.vpp - 1) * lay.pp + 1, microbatches * lay.vpp)
+    return chunks * layers_r / lay.vpp
 
 
 def layer_activation_bytes(
@@ -129,6 +209,16 @@ def layer_activation_bytes(
         )
     mlp = (1 - frac_moe) * dense_mlp + frac_moe * moe_mlp
     per_token = hidden_part + attn + mlp
+    if ctx.recipe.name in TE_FP8_RECIPES:
+        # Transformer Engine saves an fp8 GEMM's input for its weight-gradient GEMM as the fp8
+        # cast (1 byte) and drops the 16-bit tensor when nothing else needs it: the two norm
+        # outputs (LayerNormLinear / LayerNormMLP ln_out) and the MLP activation output (fc2
+        # input). Attention's output stays 16-bit: FlashAttention keeps it for its backward.
+        norm_outputs = 2.0 * h / (tp if sp else 1)
+        act_out = (1 - frac_moe) * m.ffn / tp + frac_moe * (
+            m.experts_per_token * m.expert_ffn / tp + m.shared_experts * m.shared_expert_ffn / tp
+        )
+        per_token -= 0.5 * (norm_outputs + act_out)
     full_input = h / (tp if sp else 1)
     scores = 0.0
     if ctx.job.attention == "unfused":
@@ -139,15 +229,6 @@ def layer_activation_bytes(
         (o + lse) * tokens * ACT_BYTES + scores,
         full_input * tokens * ACT_BYTES,
     )
-
-
-def in_flight(lay: Layout, microbatches: int) -> float:
-    """Microbatches whose activations the first stage holds at its peak."""
-    if lay.pp == 1:
-        return 1.0
-    if lay.vpp == 1:
-        return float(min(lay.pp, microbatches))
-    return lay.pp * (1.0 + (lay.pp - 1) / (lay.pp * lay.vpp))
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,10 +283,8 @@ class MemoryBreakdown:
         }
 
 
-def activation_bytes(
-    ctx: ModelContext, lay: Layout, microbatches: int
-) -> tuple[float, float, float]:
-    """(activations on the first stage, on the last stage, the logits buffer), bytes."""
+def _layer_acts(ctx: ModelContext, lay: Layout) -> tuple[float, float]:
+    """(bytes kept per layer-microbatch, one layer's working set rebuilt by full recompute)."""
     key = (lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel)
     cache = ctx.cache("act")
     hit = cache.get(key)
@@ -215,43 +294,74 @@ def activation_bytes(
         )
     full, selective_saves, layer_input = cast("tuple[float, float, float]", hit)
     if lay.recompute == "full":
-        kept, working = layer_input, full
-    elif lay.recompute == "selective":
-        kept, working = full - selective_saves, 0.0
-    else:
-        kept, working = full, 0.0
-    layers_first = -(-ctx.layers // lay.pp)
-    layers_last = ctx.layers // lay.pp if lay.pp > 1 else ctx.layers
-    first = layers_first * in_flight(lay, microbatches) * kept + working
-    last = layers_last * kept + working  # the last stage runs each microbatch's backward at once
+        return layer_input, full
+    if lay.recompute == "selective":
+        return full - selective_saves, 0.0
+    return full, 0.0
+
+
+def logits_bytes(ctx: ModelContext, lay: Layout) -> float:
+    """The last stage's logits buffer for one microbatch (vocab-parallel over TP)."""
     tokens = lay.microbatch * ctx.job.seq_len / lay.cp
-    logits = tokens * ctx.model.vocab / lay.tp * LOGITS_BYTES_PER_ELEMENT
-    return first, last, logits
+    return tokens * ctx.model.vocab / lay.tp * LOGITS_BYTES_PER_ELEMENT
+
+
+def _rank_state(
+    ctx: ModelContext, lay: Layout, layers_r: int, first: bool, last: bool
+) -> tuple[float, float, float, float, float]:
+    key = (lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.zero, lay.hsdp, layers_r, first, last)
+    cache = ctx.cache("rank_state")
+    hit = cache.get(key)
+    if hit is not None:
+        return hit  # type: ignore[return-value]
+    m, c = ctx.model, ctx.counts
+    frac_moe = ctx.n_moe / m.layers
+    per_layer = (1 - frac_moe) * ctx.dense_layer_params + frac_moe * ctx.moe_shared_params
+    p = layers_r * per_layer
+    if first:
+        p += c.embedding
+    if last:
+        p += c.lm_head if c.lm_head else (c.output_projection if lay.pp > 1 else 0)
+    p_exp = layers_r * frac_moe * ctx.moe_expert_params / lay.ep / lay.tp
+    p /= lay.tp
+    n = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp)
+    n_exp = max(min(n, lay.dp * lay.cp // lay.ep), 1)
+    layer_p = (per_layer + frac_moe * ctx.moe_expert_params / lay.ep) / lay.tp
+    res = _state(ctx.recipe, lay.zero, p, p_exp, n, n_exp, layer_p)
+    cache[key] = res
+    return res
 
 
 def memory_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> MemoryBreakdown:
-    """Peak memory per GPU with its parts, on the stage that needs the most."""
-    st = state_bytes(ctx, lay)
-    first_acts, last_acts, logits = activation_bytes(ctx, lay, microbatches)
+    """Peak memory per GPU with its parts, on the pipeline rank that needs the most."""
+    kept, working = _layer_acts(ctx, lay)
+    logits = logits_bytes(ctx, lay)
     cap, frag, fixed = ctx.capacity_bytes, ALLOCATOR_FRAGMENTATION, FRAMEWORK_FIXED_BYTES
     if lay.pp == 1:
-        w, g, ms, o, z3 = st.first
+        w, g, ms, o, z3 = _rank_state(ctx, lay, ctx.layers, True, True)
+        acts = ctx.layers * kept + working
         return MemoryBreakdown(
-            "only", w, g, ms, o, z3, first_acts, logits, frag * (first_acts + logits), fixed, cap
+            "only", w, g, ms, o, z3, acts, logits, frag * (acts + logits), fixed, cap
         )
-    first_total = st.total("first") + first_acts * (1 + frag)
-    last_total = st.total("last") + (last_acts + logits) * (1 + frag)
-    if first_total >= last_total:
-        w, g, ms, o, z3 = st.first
-        return MemoryBreakdown(
-            "first", w, g, ms, o, z3, first_acts, 0.0, frag * first_acts, fixed, cap
-        )
-    w, g, ms, o, z3 = st.last
-    return MemoryBreakdown(
-        "last", w, g, ms, o, z3, last_acts, logits, frag * (last_acts + logits), fixed, cap
-    )
-
-
+    layers = stage_layers(ctx.layers, lay.pp)
+    best: MemoryBreakdown | None = None
+    seen: set[tuple[int, float, bool, bool]] = set()
+    for rank, layers_r in enumerate(layers):
+        first, last = rank == 0, rank == lay.pp - 1
+        held = in_flight_layers(lay, rank, layers_r, microbatches)
+        sig = (layers_r, held, first, last)
+        if sig in seen:
+            continue
+        seen.add(sig)
+        w, g, ms, o, z3 = _rank_state(ctx, lay, layers_r, first, last)
+        acts = held * kept + working
+        lg = logits if last else 0.0
+        stage = "first" if first else "last" if last else f"rank {rank}"
+        cand = MemoryBreakdown(stage, w, g, ms, o, z3, acts, lg, frag * (acts + lg), fixed, cap)
+        if best is None or cand.total > best.total:
+            best = cand
+    assert best is not None
+    return best
 def total_memory_bytes(ctx: ModelContext, lay: Layout, microbatches: int) -> float:
     """Peak bytes per GPU (the fast path the search uses; equals memory_breakdown().total)."""
     return memory_breakdown(ctx, lay, microbatches).total

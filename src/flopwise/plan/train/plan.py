@@ -127,6 +127,8 @@ class TrainPlan:
             "fits": self.fits,
             "memory_per_gpu_gib": best.memory.total / GIB,
             "device_memory_gib": c["device_memory_gib"],
+            "memory_margin_gib": self._margin_gib(),
+            "memory_headroom_gib": c.get("memory_headroom_gib"),
             "memory_breakdown": mem,
             "step_time_s": self.step_time_s,
             "breakdown": best.step.to_dict(),
@@ -144,6 +146,11 @@ class TrainPlan:
             "objective": job.objective,
             "search": self._search_dict(),
         }
+
+    def _margin_gib(self) -> float | None:
+        """Device memory left free by the plan's peak (negative: short by that much)."""
+        cap = self.ctx_summary["device_memory_gib"]
+        return None if cap is None else float(cap) - self.best.memory.total / GIB
 
     def _shard_gpus(self, lay: Layout) -> int:
         """GPUs the training state is sharded over (1 without ZeRO)."""
@@ -245,8 +252,11 @@ def plan_training(
         lay = _fixed_layout(cons)
         if (p := layout_problem(model, job, lay)) is not None:
             raise FlopwiseError(p)
-    outcome = search(ctx, cons)
+    # headroom is the search's policy for layouts nobody ran; a layout the user fixed
+    # completely (a published one, one they run today) is judged against device capacity
+    outcome = search(ctx, cons, headroom=not all_fixed)
     summary = _summary(ctx)
+    summary["memory_headroom_gib"] = 0.0 if all_fixed else ctx.headroom_bytes / GIB
     if outcome.top:
         return TrainPlan(
             model,
@@ -260,7 +270,9 @@ def plan_training(
         )
     if outcome.leanest is None:
         raise FlopwiseError(_no_layout_reason(model, job, cons))
-    why, what = _explain_no_fit(model, hardware, job, cons, outcome)
+    why, what = _explain_no_fit(
+        model, hardware, job, cons, outcome, float(summary["memory_headroom_gib"])
+    )
     return TrainPlan(
         model,
         hardware,
@@ -333,12 +345,14 @@ def _explain_no_fit(
     job: TrainJob,
     cons: LayoutConstraints,
     outcome: SearchOutcome,
+    headroom: float = 0.0,
 ) -> tuple[str, list[str]]:
     lean = outcome.leanest
     assert lean is not None
     cap = (hw.memory_bytes or 0) / GIB
+    room = f" with {headroom:.1f} GiB headroom (--memory-headroom)" if headroom else ""
     why = (
-        f"no layout fits in {cap:.1f} GiB per GPU; the leanest needs "
+        f"no layout fits in {cap:.1f} GiB per GPU{room}; the leanest needs "
         f"{lean.memory.total / GIB:.1f} GiB (training state "
         f"{(lean.memory.weights + lean.memory.grads + lean.memory.master + lean.memory.optimizer) / GIB:.1f} GiB)"
     )

@@ -19,6 +19,7 @@ from flopwise.cli._args import (
     tokens,
     typed,
 )
+from flopwise.cli.memory_args import add_memory_args
 
 #: Default global batch when none is given: 4Mi tokens (Llama 2's 4M-token batch).
 DEFAULT_BATCH_TOKENS = 4 * 2**20
@@ -167,6 +168,7 @@ def register(psub: Any) -> None:
         metavar="ID|latest",
         help="use stored benchmark results for this accelerator",
     )
+    add_memory_args(t)
     add_db(t)
     add_json(t)
     t.set_defaults(func=run_train)
@@ -215,6 +217,7 @@ def run_train(args: argparse.Namespace) -> int:
         tp_comm_overlap=args.tp_comm_overlap,
         pp_comm_overlap=args.pp_comm_overlap,
         ep_comm_overlap=args.ep_comm_overlap,
+        memory_headroom_gib=args.memory_headroom_gib,
     )
     cons = LayoutConstraints(
         tp=args.tp,

@@ -251,7 +251,7 @@ def _torchtitan(row: Row, hw: Hardware) -> MemoryCase | str:
 
 
 #: NeMo-Framework-Launcher 24.07 conf/training/*: activation recompute per model (null = none).
-_NEMO_RECOMPUTE = {"Nemotron-340B": "selective"}
+NEMO_RECOMPUTE = {"Nemotron-340B": "selective"}
 
 
 def _nemo(row: Row, hw: Hardware) -> MemoryCase | str:
@@ -271,7 +271,7 @@ def _nemo(row: Row, hw: Hardware) -> MemoryCase | str:
     tp, pp, cp = (_num(row, k) or 1 for k in ("tp", "pp", "cp"))
     vp = re.search(r"VP=(\d+)", row.get("notes", ""))
     model = row["model"].split(" ")[0]
-    rc = _NEMO_RECOMPUTE.get(model, "none") if row["id"].startswith("nemo2407_") else None
+    rc = NEMO_RECOMPUTE.get(model, "none") if row["id"].startswith("nemo2407_") else None
     job = TrainJob(
         gpus=gpus,
         seq_len=seq,
@@ -360,9 +360,7 @@ def predict(case: MemoryCase) -> MemoryRow:
         f"peak on {mem.stage}"
     )
     cap = None if case.hardware.memory_bytes is None else case.hardware.memory_bytes / GIB
-    return MemoryRow(
-        case.id, mem.total / GIB, cap, mem.fits, case.published_gib, layout, case.note
-    )
+    return MemoryRow(case.id, mem.total / GIB, cap, mem.fits, case.published_gib, layout, case.note)
 
 
 def validate_peak_memory(rows: Iterable[Row], include_paper: bool = True) -> MemoryReport:

@@ -25,6 +25,7 @@ from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware, Origin, hardware_from_catalog
 from flopwise.plan.train import LayoutConstraints, TrainJob, TrainPlan, plan_training
 from flopwise.validate.common import SkippedRow, ValidationReport, ValidationRow
+from flopwise.validate.memory import NEMO_RECOMPUTE
 from flopwise.workload.spec import ModelSpec
 
 Row = Mapping[str, str]
@@ -248,7 +249,8 @@ def _setup(row: Row, family: str) -> _Setup | str:
     if family == "nemo":
         vp = re.search(r"VP=(\d+)", row.get("notes", ""))
         vpp = int(vp.group(1)) if vp else 1
-        # the table lists no recompute: the recipes' throughput runs keep all activations
+        # the table lists no recompute: NeMo-Framework-Launcher 24.07 conf/training sets it
+        # per model (validate/memory.py NEMO_RECOMPUTE: Nemotron-340B selective, others none)
         cons = LayoutConstraints(
             tp=tp,
             pp=pp,
@@ -256,7 +258,7 @@ def _setup(row: Row, family: str) -> _Setup | str:
             cp=cp or 1,
             vpp=vpp,
             microbatch=mb,
-            recompute="none",
+            recompute=NEMO_RECOMPUTE.get(row["model"], "none"),
             zero=1,
             sequence_parallel=bool(tp and tp > 1),
         )
@@ -265,7 +267,7 @@ def _setup(row: Row, family: str) -> _Setup | str:
             seq_len=seq,
             global_batch_seqs=gbs,
             dtype="fp8",
-            recipe="mcore-fp8",
+            recipe="nemo-fp8",
             tp_comm_overlap=bool(tp and tp > 1),
             pp_comm_overlap=vpp > 1,
         )
@@ -334,15 +336,15 @@ def predict_row(row: Row, compute_fraction: float | None = None) -> tuple[TrainP
     spec = _spec(row, family)
     if compute_fraction is not None:
         setup = replace(setup, job=replace(setup.job, sustained_compute_fraction=compute_fraction))
+    # a published layout ran: judge it against the device capacity (--memory-headroom 0), as
+    # a user reproducing it would; headroom is the search's margin for untried layouts
+    setup = replace(setup, job=replace(setup.job, memory_headroom_gib=0.0))
     plan = plan_training(spec, hw, setup.job, setup.constraints)
     if plan.fits is False:
-        # the published run did fit: predict its speed regardless and say our memory disagrees
-        loose = replace(hw, memory_bytes=None)
-        plan = plan_training(spec, loose, setup.job, setup.constraints)
-        setup = replace(
-            setup,
-            note=(setup.note + "; " if setup.note else "")
-            + "memory model says this layout does not fit",
+        return (
+            f"the memory model says the published layout does not fit "
+            f"({plan.best.memory.total / 2**30:.1f} GiB of "
+            f"{(hw.memory_bytes or 0) / 2**30:.1f} GiB); not scored"
         )
     return plan, setup
 

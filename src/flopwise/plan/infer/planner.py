@@ -371,4 +371,9 @@ def plan_inference(
         from flopwise.plan.infer.speculative import add_speculation
 
         plan = add_speculation(ctx, plan, draft)
-    return plan
+    from dataclasses import replace
+
+    from flopwise.plan.assumptions import hardware_fallbacks
+
+    assumed = hardware_fallbacks(hardware, ctx.precision.act)
+    return replace(plan, extras={**plan.extras, "assumed": assumed})

@@ -152,6 +152,11 @@ SUSTAINED_COMPUTE_FRACTION: dict[str, float] = {
 }
 
 
+def has_calibrated_compute_fraction(accelerator_id: str) -> bool:
+    """Whether published runs calibrated this accelerator's die (else the default is used)."""
+    return any(accelerator_id.startswith(p) for p in SUSTAINED_COMPUTE_FRACTION)
+
+
 def sustained_compute_fraction(accelerator_id: str) -> float:
     """The sustained-compute fraction for an accelerator id (longest matching prefix)."""
     best = ""

@@ -12,6 +12,7 @@ from flopwise.catalog.systems import get_system
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
 from flopwise.plan.roofline import Tier, memory_bw_bytes_per_s, tier_for
+from flopwise.units import GIB
 from flopwise.workload.flops import attention_flops_per_token, train_flops_per_token
 from flopwise.workload.memory_bytes import TrainingRecipe
 from flopwise.workload.params import (
@@ -23,8 +24,6 @@ from flopwise.workload.params import (
     router_params,
 )
 from flopwise.workload.spec import ModelSpec
-
-from flopwise.units import GIB
 
 from .constants import MEMORY_HEADROOM_FRACTION, sustained_compute_fraction
 from .layout import TrainJob, zero_shard_gpus

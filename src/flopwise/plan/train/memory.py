@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from flopwise.units import GIB
-
 from flopwise.workload.memory_bytes import TrainingRecipe
 
 from .constants import (
@@ -362,6 +361,8 @@ def memory_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> Memor
             best = cand
     assert best is not None
     return best
+
+
 def total_memory_bytes(ctx: ModelContext, lay: Layout, microbatches: int) -> float:
     """Peak bytes per GPU (the fast path the search uses; equals memory_breakdown().total)."""
     return memory_breakdown(ctx, lay, microbatches).total

@@ -8,9 +8,11 @@ from typing import Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware, Origin
+from flopwise.plan.assumptions import gpus_per_node_fallback, hardware_fallbacks
 from flopwise.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from flopwise.workload.spec import ModelSpec
 
+from .constants import has_calibrated_compute_fraction
 from .context import ModelContext
 from .layout import (
     Layout,
@@ -105,7 +107,7 @@ class TrainPlan:
             "accelerator": self.hardware.id,
             "system": self.hardware.system_id,
             "measured": _by_origin(self.hardware, "measured"),
-            "assumed": _by_origin(self.hardware, "assumed"),
+            "assumed": {**_by_origin(self.hardware, "assumed"), **c.get("assumed", {})},
             "gpus_per_node": c["gpus_per_node"],
             "dtype": job.dtype,
             "recipe": job.recipe_name,
@@ -212,8 +214,27 @@ def _cand_dict(c: Candidate) -> dict[str, Any]:
     }
 
 
+def _assumed(ctx: ModelContext) -> dict[str, Any]:
+    """The fallbacks this plan rests on (plan/assumptions.py), by name."""
+    dtype = (
+        "bf16" if ctx.job.dtype == "fp16" and "fp16" not in ctx.hw.peak_tflops else ctx.job.dtype
+    )
+    out = hardware_fallbacks(ctx.hw, dtype)
+    out.update(gpus_per_node_fallback(ctx.hw, ctx.gpus_per_node, ctx.job.gpus_per_node is not None))
+    if ctx.job.sustained_compute_fraction is None and not has_calibrated_compute_fraction(
+        ctx.hw.id
+    ):
+        out["sustained_compute_fraction"] = {
+            "value": ctx.compute_fraction,
+            "source": f"no validated training runs on {ctx.hw.id}: the mean of the A100 and "
+            "H100 fractions (plan/train/constants.py SUSTAINED_COMPUTE_FRACTION_DEFAULT)",
+        }
+    return out
+
+
 def _summary(ctx: ModelContext) -> dict[str, Any]:
     return {
+        "assumed": _assumed(ctx),
         "params": ctx.counts.total,
         "active_params": ctx.counts.active,
         "model_flops_per_token": ctx.model_flops_per_token,

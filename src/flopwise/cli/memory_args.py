@@ -21,3 +21,9 @@ def add_memory_args(p: argparse.ArgumentParser) -> None:
         "full (every degree, microbatch, recompute and ZeRO given) is judged against the "
         "device capacity; 0 judges any layout against the capacity",
     )
+    p.add_argument(
+        "--compiled-loss",
+        action="store_true",
+        help="the loss runs under torch.compile (torchtitan --training.compile since 2025): "
+        "no fp32 copies of the logits on PyTorch-native (fsdp-*) recipes",
+    )

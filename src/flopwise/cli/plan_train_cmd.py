@@ -106,7 +106,9 @@ def register(psub: Any) -> None:
     ):
         g.add_argument(f"--{name}", type=positive_int, metavar="N", help=help_)
     g.add_argument(
-        "--recompute", choices=("none", "selective", "full"), help="activation recompute"
+        "--recompute",
+        choices=("none", "selective", "full", "op"),
+        help="activation recompute (op: torchtitan's op-level selective checkpointing)",
     )
     g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), help="ZeRO stage over DP (x CP)")
     g.add_argument(
@@ -218,6 +220,7 @@ def run_train(args: argparse.Namespace) -> int:
         pp_comm_overlap=args.pp_comm_overlap,
         ep_comm_overlap=args.ep_comm_overlap,
         memory_headroom_gib=args.memory_headroom_gib,
+        compiled_loss=args.compiled_loss,
     )
     cons = LayoutConstraints(
         tp=args.tp,

@@ -195,9 +195,16 @@ def _hardware(row: Row) -> Hardware | str:
 
 
 def _recompute(text: str) -> str | None:
+    """torchtitan's AC modes: full; selective op (op-level SAC, the 8B/70B tomls' default at
+    the benchmarked commits) -> "op"; selective layer (every second block fully
+    checkpointed) has no exact mode and is posed as Megatron's selective."""
     t = text.lower()
     if t.startswith("full"):
         return "full"
+    if t.startswith("selective op") or "per-op" in t or "(op)" in t:
+        return "op"
+    if t.startswith("selective activation checkpointing"):
+        return "op"  # Dec 2024 tables: llama3_8b.toml selective_ac_option = 'op'
     if t.startswith("selective"):
         return "selective"
     if t.startswith("none"):
@@ -207,10 +214,14 @@ def _recompute(text: str) -> str | None:
 
 def _torchtitan(row: Row, hw: Hardware) -> MemoryCase | str:
     """torchtitan: FSDP2 (bf16 params, fp32 reduce: fsdp-mixed), TP with sequence parallel
-    norms, PyTorch pipelining. With PP torchtitan sets reshard_after_forward=False (ZeRO-2);
-    without, FULL_SHARD (ZeRO-3). The pipeline splits each rank's local batch into as many
-    microbatches as there are stages (build_pipeline_schedule: n_microbatches defaults to
-    pp x stages per rank; interleaved 1F1B used 2 stages per rank)."""
+    norms, PyTorch pipelining (local batch split into pp microbatches, torchtitan
+    pipelining_utils.py at 9dec370; interleaved 1F1B with 2 stages per rank). Without PP,
+    FULL_SHARD (ZeRO-3). With PP the schedule runs every
+    backward but the last with set_requires_gradient_sync(False) and
+    set_reshard_after_backward(False) (torch.distributed.pipelining backward_maybe_with_nosync):
+    the 16-bit weights stay gathered and the gradients accumulate unsharded in the fp32 reduce
+    dtype until the last microbatch, so only the master weights and Adam are sharded: ZeRO-1.
+    """
     gpus, seq, gbt = _num(row, "num_gpus"), _num(row, "seq_len"), _num(row, "global_batch_tokens")
     tp, pp, dp, cp = (_num(row, k) or 1 for k in ("tp", "pp", "dp", "cp"))
     if not gpus or not seq or not gbt:
@@ -224,10 +235,10 @@ def _torchtitan(row: Row, hw: Hardware) -> MemoryCase | str:
     mb = _num(row, "microbatch") or local
     if pp > 1:
         vpp = 2 if "i1f1b" in row["id"] else 1
-        mb = max(local // (pp * vpp), 1)
-        note += f"; {pp * vpp} pipeline microbatches of {mb} (torchtitan default)"
+        mb = max(local // pp, 1)
+        note += f"; {pp} pipeline microbatches of {mb} (torchtitan default)"
     if rc == "selective":
-        note += "; torchtitan selective AC posed as selective recompute"
+        note += "; torchtitan layer-level SAC posed as selective recompute"
     job = TrainJob(
         gpus=gpus,
         seq_len=seq,
@@ -235,6 +246,9 @@ def _torchtitan(row: Row, hw: Hardware) -> MemoryCase | str:
         dtype="fp8" if "float8" in row.get("dtype", "").lower() else "bf16",
         recipe="fsdp-mixed",
         memory_headroom_gib=0.0,
+        # torchtitan compiles the loss with --training.compile at the June 2025 commits
+        # (820504e, e7c0cae: components/loss.py); at the Dec 2024 one (9dec370) it stayed eager
+        compiled_loss=row["id"].startswith("tt2506_") and "compile" in row.get("notes", ""),
     )
     cons = LayoutConstraints(
         tp=tp,
@@ -244,7 +258,7 @@ def _torchtitan(row: Row, hw: Hardware) -> MemoryCase | str:
         vpp=vpp,
         microbatch=mb,
         recompute=rc,
-        zero=2 if pp > 1 else 3,
+        zero=1 if pp > 1 else 3,
         sequence_parallel=tp > 1,
     )
     return MemoryCase(row["id"], _llama(row), hw, job, cons, published_peak_gib(row), note)
@@ -271,7 +285,8 @@ def _nemo(row: Row, hw: Hardware) -> MemoryCase | str:
     tp, pp, cp = (_num(row, k) or 1 for k in ("tp", "pp", "cp"))
     vp = re.search(r"VP=(\d+)", row.get("notes", ""))
     model = row["model"].split(" ")[0]
-    rc = NEMO_RECOMPUTE.get(model, "none") if row["id"].startswith("nemo2407_") else None
+    pretrain = row["id"].startswith("nemo2407_") and "_ft_" not in row["id"]
+    rc = NEMO_RECOMPUTE.get(model, "none") if pretrain else None
     job = TrainJob(
         gpus=gpus,
         seq_len=seq,

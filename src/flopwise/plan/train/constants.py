@@ -34,6 +34,19 @@ MEMORY_HEADROOM_FRACTION = 0.05
 #: vocab-parallel cross-entropy works on (Korthikanti et al. 2022 §4.3: output layer 4sbv/t).
 LOGITS_BYTES_PER_ELEMENT = 6.0
 
+#: Bytes per logit element at the loss of a PyTorch-native trainer (torchtitan train.py
+#: loss_fn: cross_entropy(pred.float()); llm-foundry/Composer alike), the FSDP recipes: the
+#: fp32 log-softmax output kept for the backward (4), and at the start of the backward the fp32
+#: gradients of the log-probabilities and of the upcast logits (4 + 4); the forward peak is
+#: lower (16-bit logits 2 + fp32 copy 4 + log-softmax 4 = 10, then torchtitan deletes pred).
+TORCH_LOSS_BYTES_PER_ELEMENT = 12.0
+
+#: The same loss under torch.compile (torchtitan compiles the loss with --training.compile,
+#: components/loss.py, since 2025): Inductor fuses the upcast, log-softmax and NLL, keeps the
+#: 16-bit logits and a per-row log-sum-exp for the backward and writes the 16-bit gradient in
+#: one kernel: 2 + 2 bytes per element, no fp32 copies.
+COMPILED_LOSS_BYTES_PER_ELEMENT = 4.0
+
 #: ZeRO-3 / FSDP holds the gathered weights (and their gradients) of this many layers at once:
 #: the layer computing and the one being prefetched (PyTorch FSDP forward/backward prefetch).
 ZERO3_GATHERED_LAYERS = 2

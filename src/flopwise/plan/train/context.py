@@ -93,7 +93,7 @@ class ModelContext:
         )
         flops = {
             rc: train_flops_per_token(m, job.seq_len, recompute=rc, counts=self.counts)
-            for rc in ("none", "selective", "full")
+            for rc in ("none", "selective", "full", "op")
         }
         self.model_flops_per_token = flops["none"].model
         self.recompute_flops_per_token = {rc: f.recompute for rc, f in flops.items()}

@@ -14,7 +14,10 @@ from typing import Any
 from flopwise.errors import FlopwiseError
 from flopwise.workload.spec import ModelSpec
 
-RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
+RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full", "op")
+#: What the search tries when recompute is free: Megatron's three; "op" (torchtitan's op-level
+#: selective checkpointing) when asked for
+SEARCHED_RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
 TRAIN_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8")
 OBJECTIVES: tuple[str, ...] = ("time", "cost")
 ATTENTION_IMPLS: tuple[str, ...] = ("flash", "flash2", "unfused")
@@ -60,6 +63,9 @@ class TrainJob:
     # (constants.MEMORY_HEADROOM_FRACTION of device memory). Fully fixed layouts are judged
     # against device capacity.
     memory_headroom_gib: float | None = None
+    # the loss runs under torch.compile (fused cross-entropy: no fp32 logits copies); applies
+    # to the PyTorch-native (FSDP) recipes
+    compiled_loss: bool = False
 
     def __post_init__(self) -> None:
         for name in ("gpus", "seq_len", "global_batch_seqs"):

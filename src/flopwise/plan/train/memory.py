@@ -37,8 +37,10 @@ from flopwise.workload.memory_bytes import TrainingRecipe
 from .constants import (
     ACT_BYTES,
     ALLOCATOR_FRAGMENTATION,
+    COMPILED_LOSS_BYTES_PER_ELEMENT,
     FRAMEWORK_FIXED_BYTES,
     LOGITS_BYTES_PER_ELEMENT,
+    TORCH_LOSS_BYTES_PER_ELEMENT,
     UNFUSED_SCORE_BYTES_STORED,
     ZERO3_GATHERED_LAYERS,
 )
@@ -187,6 +189,11 @@ def layer_activation_bytes(
     h = m.hidden
     kv_local = max(m.kv_heads / tp, 1.0)
     hidden_part = 4.0 * h / (tp if sp else 1)
+    if sp and tp > 1 and ctx.recipe.name.startswith("fsdp"):
+        # PyTorch tensor parallelism (DTensor SequenceParallel -> ColwiseParallel) all-gathers
+        # the norm output and the matmul saves that gathered input; Megatron saves its shard and
+        # re-gathers in the backward (Korthikanti §4.2.2)
+        hidden_part += 2.0 * h * (1.0 - 1.0 / tp)
     q = m.heads / tp * m.head_dim
     k = kv_local * m.head_dim
     v = kv_local * m.v_head_dim
@@ -282,6 +289,26 @@ class MemoryBreakdown:
         }
 
 
+def op_checkpoint_bytes(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool) -> float:
+    """Bytes per layer per microbatch torchtitan's op-level selective checkpointing keeps
+    (parallelize_llama.py _save_list: matmul outputs except every second matmul of the block,
+    the attention outputs): the block input, wq's and wv's outputs (q, v), the attention output
+    and log-sum-exp, w1's output and (gated blocks) w2's output."""
+    m = ctx.model
+    tokens = mb * ctx.job.seq_len / cp
+    hidden = m.hidden / (tp if sp else 1)
+    q = m.heads / tp * m.head_dim
+    v = max(m.kv_heads / tp, 1.0) * m.v_head_dim
+    o = m.heads / tp * m.v_head_dim
+    lse = 2.0 * m.heads / tp
+    if m.is_moe:
+        ffn = m.experts_per_token * m.expert_ffn + m.shared_experts * m.shared_expert_ffn
+    else:
+        ffn = m.ffn
+    per_token = hidden + q + v + o + lse + ffn / tp + (hidden if m.gated_mlp else 0.0)
+    return per_token * tokens * ACT_BYTES
+
+
 def _layer_acts(ctx: ModelContext, lay: Layout) -> tuple[float, float]:
     """(bytes kept per layer-microbatch, one layer's working set rebuilt by full recompute)."""
     key = (lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel)
@@ -294,6 +321,9 @@ def _layer_acts(ctx: ModelContext, lay: Layout) -> tuple[float, float]:
     full, selective_saves, layer_input = cast("tuple[float, float, float]", hit)
     if lay.recompute == "full":
         return layer_input, full
+    if lay.recompute == "op":
+        # the backward re-runs one layer's recomputed ops at a time: its working set
+        return op_checkpoint_bytes(ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel), full
     if lay.recompute == "selective":
         return full - selective_saves, 0.0
     return full, 0.0
@@ -302,7 +332,13 @@ def _layer_acts(ctx: ModelContext, lay: Layout) -> tuple[float, float]:
 def logits_bytes(ctx: ModelContext, lay: Layout) -> float:
     """The last stage's logits buffer for one microbatch (vocab-parallel over TP)."""
     tokens = lay.microbatch * ctx.job.seq_len / lay.cp
-    return tokens * ctx.model.vocab / lay.tp * LOGITS_BYTES_PER_ELEMENT
+    if not ctx.recipe.name.startswith("fsdp"):
+        per_element = LOGITS_BYTES_PER_ELEMENT
+    elif ctx.job.compiled_loss:
+        per_element = COMPILED_LOSS_BYTES_PER_ELEMENT
+    else:
+        per_element = TORCH_LOSS_BYTES_PER_ELEMENT
+    return tokens * ctx.model.vocab / lay.tp * per_element
 
 
 def _rank_state(

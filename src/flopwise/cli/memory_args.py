@@ -22,8 +22,9 @@ def add_memory_args(p: argparse.ArgumentParser) -> None:
         "device capacity; 0 judges any layout against the capacity",
     )
     p.add_argument(
-        "--compiled-loss",
+        "--fused-loss",
         action="store_true",
-        help="the loss runs under torch.compile (torchtitan --training.compile since 2025): "
-        "no fp32 copies of the logits on PyTorch-native (fsdp-*) recipes",
+        help="the loss is one fused cross-entropy kernel (torch.compile of the loss, "
+        "FlashAttention's Triton cross-entropy as llm-foundry uses): no fp32 copies of the "
+        "logits on the PyTorch-native (fsdp-*) recipes",
     )

@@ -220,7 +220,7 @@ def run_train(args: argparse.Namespace) -> int:
         pp_comm_overlap=args.pp_comm_overlap,
         ep_comm_overlap=args.ep_comm_overlap,
         memory_headroom_gib=args.memory_headroom_gib,
-        compiled_loss=args.compiled_loss,
+        fused_loss=args.fused_loss,
     )
     cons = LayoutConstraints(
         tp=args.tp,

@@ -8,7 +8,7 @@ from typing import Any
 
 from flopwise.cli._args import add_json
 
-SECTIONS: tuple[str, ...] = ("training", "inference")
+SECTIONS: tuple[str, ...] = ("training", "inference", "memory")
 
 
 def register(sub: Any) -> None:
@@ -46,12 +46,20 @@ def run_validate(args: argparse.Namespace) -> int:
             doc["inference"] = mod.validate_inference().to_dict()
         elif args.only == "inference":
             raise FlopwiseError("inference validation is not available in this version")
+    if args.only in (None, "memory"):
+        from flopwise.validate.memory import validate_peak_memory
+        from flopwise.validate.training import load_training_runs
+
+        doc["memory"] = validate_peak_memory(load_training_runs()).to_dict()
     if args.json:
         from flopwise.present.jsonout import emit
 
         emit(doc)
     else:
+        from flopwise.present.memory_validation_view import show_memory_validation
         from flopwise.present.validate_view import show_validation
 
-        show_validation(doc)
+        show_validation({k: v for k, v in doc.items() if k != "memory"})
+        if "memory" in doc:
+            show_memory_validation(doc["memory"])
     return 0

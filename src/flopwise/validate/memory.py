@@ -188,6 +188,8 @@ def _hardware(row: Row) -> Hardware | str:
         ("a100-sxm-80", "a100-sxm-80gb"),
         ("a100-sxm4-80", "a100-sxm-80gb"),
         ("a100-sxm-40", "a100-sxm-40gb"),
+        ("a100-80", "a100-sxm-80gb"),
+        ("a100-40", "a100-sxm-40gb"),
     ):
         if key in low:
             return hardware_from_catalog(acc_id)
@@ -248,7 +250,7 @@ def _torchtitan(row: Row, hw: Hardware) -> MemoryCase | str:
         memory_headroom_gib=0.0,
         # torchtitan compiles the loss with --training.compile at the June 2025 commits
         # (820504e, e7c0cae: components/loss.py); at the Dec 2024 one (9dec370) it stayed eager
-        compiled_loss=row["id"].startswith("tt2506_") and "compile" in row.get("notes", ""),
+        fused_loss=row["id"].startswith("tt2506_") and "compile" in row.get("notes", ""),
     )
     cons = LayoutConstraints(
         tp=tp,
@@ -310,17 +312,96 @@ def _nemo(row: Row, hw: Hardware) -> MemoryCase | str:
     return MemoryCase(row["id"], _nemo_spec(row), hw, job, cons, None, note)
 
 
+def _gpt(row: Row, model_type: str, **kw: Any) -> ModelSpec:
+    h, heads = _num(row, "hidden") or 0, _num(row, "heads") or 0
+    return ModelSpec(
+        name=row["model"],
+        model_type=model_type,
+        hidden=h,
+        layers=_num(row, "layers") or 0,
+        heads=heads,
+        kv_heads=_num(row, "kv_heads") or heads,
+        head_dim=h // heads,
+        v_head_dim=h // heads,
+        vocab=_num(row, "vocab") or 0,
+        ffn=_num(row, "ffn_hidden") or 4 * h,
+        gated_mlp=False,
+        tied_embeddings=True,
+        max_seq_len=max(_num(row, "seq_len") or 0, 2048),
+        **kw,
+    )
+
+
+def _mpt(row: Row, hw: Hardware) -> MemoryCase | str:
+    """llm-foundry: FSDP FULL_SHARD (ZeRO-3), Composer's amp_bf16 (fp32 reduce) or PURE (bf16
+    reduce) mixed precision, FlashAttention, the table's microbatch and checkpointing."""
+    gpus, seq, gbt = _num(row, "num_gpus"), _num(row, "seq_len"), _num(row, "global_batch_tokens")
+    if not gpus or not seq or not gbt:
+        return "GPU count, sequence length or global batch not published"
+    rc = "none" if row.get("recompute", "").strip() == "none" else "full"
+    job = TrainJob(
+        gpus=gpus,
+        seq_len=seq,
+        global_batch_seqs=gbt // seq,
+        dtype="fp8" if "fp8" in row.get("dtype", "") else "bf16",
+        attention="flash2",
+        recipe="fsdp-pure" if "PURE" in row.get("dtype", "") else "fsdp-mixed",
+        memory_headroom_gib=0.0,
+        fused_loss=True,  # llm-foundry's default loss_fn: fused_crossentropy (flash_attn)
+    )
+    cons = LayoutConstraints(
+        tp=1, pp=1, cp=1, dp=gpus, microbatch=_num(row, "microbatch"), recompute=rc, zero=3
+    )
+    spec = _gpt(row, "mpt", norm="layernorm_nobias")
+    return MemoryCase(row["id"], spec, hw, job, cons, None, "FSDP FULL_SHARD")
+
+
+def _megatron(row: Row, hw: Hardware) -> MemoryCase | str:
+    """Megatron-LM 2021 (Narayanan et al. Tables 1-2) and BLOOM (Megatron-DeepSpeed): full
+    recompute, unfused attention; fp16 with 16-bit main grads (2021) or bf16 ZeRO-1 (BLOOM).
+    Where the t/p split or microbatch is not published it is searched."""
+    gpus, seq, gbt = _num(row, "num_gpus"), _num(row, "seq_len"), _num(row, "global_batch_tokens")
+    if not gpus or not seq or not gbt:
+        return "GPU count, sequence length or global batch not published"
+    bloom = row["id"].startswith("bloom")
+    job = TrainJob(
+        gpus=gpus,
+        seq_len=seq,
+        global_batch_seqs=gbt // seq,
+        dtype="bf16" if bloom else "fp16",
+        recipe=None if bloom else "megatron-fp16",
+        attention="unfused",
+        memory_headroom_gib=0.0,
+    )
+    cons = LayoutConstraints(
+        tp=_num(row, "tp"),
+        pp=_num(row, "pp"),
+        dp=_num(row, "dp"),
+        cp=1,
+        microbatch=_num(row, "microbatch"),
+        recompute="full",
+        zero=1 if bloom else 0,
+        sequence_parallel=False,
+    )
+    if bloom:
+        spec = _gpt(row, "bloom", norm="layernorm", linear_bias=True, embedding_norm=True)
+    else:
+        spec = _gpt(row, "gpt2", norm="layernorm", linear_bias=True, learned_positions=seq)
+    return MemoryCase(row["id"], spec, hw, job, cons, None, "Megatron-LM / Megatron-DeepSpeed")
+
+
 def pose(row: Row) -> MemoryCase | str:
     """A published row posed for the planner, or why it cannot be."""
     rid = row["id"]
-    if not rid.startswith(("tt24", "tt25", "nemo")):
-        return "memory posing covers the torchtitan and NeMo rows; others via validate training"
+    family = {"tt24": _torchtitan, "tt25": _torchtitan, "nemo": _nemo, "mpt_": _mpt}.get(rid[:4])
+    if rid.startswith(("n21_", "bloom")):
+        family = _megatron
+    if family is None:
+        return "no published layout for this family of runs"
     hw = _hardware(row)
     if isinstance(hw, str):
         return hw
-    if rid.startswith(("tt24", "tt25")):
-        return _torchtitan(row, hw)
-    return _nemo(row, hw)
+    return family(row, hw)
 
 
 def llama3_405b_case() -> MemoryCase:

@@ -292,6 +292,7 @@ def _setup(row: Row, family: str) -> _Setup | str:
             dtype="bf16",
             attention="flash2",
             recipe="fsdp-pure" if "PURE" in row.get("dtype", "") else "fsdp-mixed",
+            fused_loss=True,  # llm-foundry's default loss_fn: fused_crossentropy (flash_attn)
         )
         return _Setup("mfu", float(row["measured_mfu"]), job, cons, "FSDP FULL_SHARD = ZeRO-3")
     return "no published layout for this family of runs"

@@ -41,11 +41,12 @@ LOGITS_BYTES_PER_ELEMENT = 6.0
 #: lower (16-bit logits 2 + fp32 copy 4 + log-softmax 4 = 10, then torchtitan deletes pred).
 TORCH_LOSS_BYTES_PER_ELEMENT = 12.0
 
-#: The same loss under torch.compile (torchtitan compiles the loss with --training.compile,
-#: components/loss.py, since 2025): Inductor fuses the upcast, log-softmax and NLL, keeps the
-#: 16-bit logits and a per-row log-sum-exp for the backward and writes the 16-bit gradient in
-#: one kernel: 2 + 2 bytes per element, no fp32 copies.
-COMPILED_LOSS_BYTES_PER_ELEMENT = 4.0
+#: The same loss as one fused cross-entropy kernel: torch.compile of the loss (torchtitan
+#: --training.compile, components/loss.py, at its June 2025 commits) or FlashAttention's Triton
+#: CrossEntropyLoss (llm-foundry's default loss_fn: fused_crossentropy): the 16-bit logits and a
+#: per-row log-sum-exp are kept for the backward, which writes the 16-bit gradient in one pass:
+#: 2 + 2 bytes per element, no fp32 copies.
+FUSED_LOSS_BYTES_PER_ELEMENT = 4.0
 
 #: ZeRO-3 / FSDP holds the gathered weights (and their gradients) of this many layers at once:
 #: the layer computing and the one being prefetched (PyTorch FSDP forward/backward prefetch).

@@ -63,9 +63,9 @@ class TrainJob:
     # (constants.MEMORY_HEADROOM_FRACTION of device memory). Fully fixed layouts are judged
     # against device capacity.
     memory_headroom_gib: float | None = None
-    # the loss runs under torch.compile (fused cross-entropy: no fp32 logits copies); applies
-    # to the PyTorch-native (FSDP) recipes
-    compiled_loss: bool = False
+    # the loss is one fused cross-entropy kernel (torch.compile, FlashAttention's Triton
+    # cross-entropy): no fp32 copies of the logits; applies to the PyTorch-native (FSDP) recipes
+    fused_loss: bool = False
 
     def __post_init__(self) -> None:
         for name in ("gpus", "seq_len", "global_batch_seqs"):

@@ -37,8 +37,8 @@ from flopwise.workload.memory_bytes import TrainingRecipe
 from .constants import (
     ACT_BYTES,
     ALLOCATOR_FRAGMENTATION,
-    COMPILED_LOSS_BYTES_PER_ELEMENT,
     FRAMEWORK_FIXED_BYTES,
+    FUSED_LOSS_BYTES_PER_ELEMENT,
     LOGITS_BYTES_PER_ELEMENT,
     TORCH_LOSS_BYTES_PER_ELEMENT,
     UNFUSED_SCORE_BYTES_STORED,
@@ -334,8 +334,8 @@ def logits_bytes(ctx: ModelContext, lay: Layout) -> float:
     tokens = lay.microbatch * ctx.job.seq_len / lay.cp
     if not ctx.recipe.name.startswith("fsdp"):
         per_element = LOGITS_BYTES_PER_ELEMENT
-    elif ctx.job.compiled_loss:
-        per_element = COMPILED_LOSS_BYTES_PER_ELEMENT
+    elif ctx.job.fused_loss:
+        per_element = FUSED_LOSS_BYTES_PER_ELEMENT
     else:
         per_element = TORCH_LOSS_BYTES_PER_ELEMENT
     return tokens * ctx.model.vocab / lay.tp * per_element

@@ -118,18 +118,9 @@ def add_train_job_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="shard norms/residuals over TP",
     )
-    p.add_argument(
-        "--attention",
-        choices=("flash", "flash2", "unfused"),
-        default="flash",
-        help="attention kernel",
-    )
-    for name in ("tp", "pp", "ep"):
-        p.add_argument(
-            f"--{name}-comm-overlap",
-            action="store_true",
-            help=f"{name.upper()} comms overlap compute",
-        )
+    from flopwise.cli.plan_train_cmd import add_framework_args
+
+    add_framework_args(p)
     p.add_argument(
         "--mfu",
         type=typed(fraction),
@@ -206,6 +197,9 @@ def register(sub: Any) -> None:
 
 def compare_from_args(args: argparse.Namespace) -> Any:
     """Build the job and candidates from parsed flags and run the comparison."""
+    from types import MappingProxyType
+
+    from flopwise.cli.plan_train_cmd import framework_job_kwargs
     from flopwise.compare import (
         CompareInferJob,
         CompareTrainJob,
@@ -253,10 +247,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
             global_batch_seqs=gbs,
             dtype=args.dtype,
             recipe=args.recipe,
-            attention=args.attention,
-            tp_comm_overlap=args.tp_comm_overlap,
-            pp_comm_overlap=args.pp_comm_overlap,
-            ep_comm_overlap=args.ep_comm_overlap,
+            framework_options=MappingProxyType(framework_job_kwargs(args)),
             mfu=args.mfu,
             layout=layout,
         )

@@ -83,6 +83,8 @@ def search(
         # when asked for; the search itself keeps Megatron's ZeRO-0/1 for pipelines, whose
         # per-microbatch reduce-scatters are rarely faster
         zeros = [cons.zero] if cons.zero is not None else ([0, 1] if pp > 1 else [0, 1, 2, 3])
+        if cons.zero is None:
+            zeros = [z for z in zeros if z in job.profile.zero_stages]
         if cons.hsdp:
             zeros = [3] if 3 in zeros else []
         # (stage, hsdp): HSDP is a ZeRO-3 variant, tried where the DP group spans nodes

@@ -29,6 +29,7 @@ peak: a rank with one layer more and one microbatch fewer in flight.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, cast
 
 from flopwise.units import GIB
@@ -146,6 +147,7 @@ def _state(
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], transient)
 
 
+@lru_cache(maxsize=4096)
 def stage_layers(layers: int, pp: int) -> tuple[int, ...]:
     """Transformer layers on each pipeline rank. When pp does not divide them, the stages with
     one layer fewer go to the ends first (rank 0, rank pp-1, rank 1, ...): Llama 3 §3.3.2 and
@@ -165,6 +167,18 @@ def stage_layers(layers: int, pp: int) -> tuple[int, ...]:
     for rank in order[: pp - extra]:
         counts[rank] = base
     return tuple(counts)
+
+
+@lru_cache(maxsize=4096)
+def _candidate_ranks(layers: int, pp: int) -> tuple[int, ...]:
+    """The ranks that can hold the peak: the first and the last (embedding, head, logits) and,
+    among the middle ranks, the lowest of each layer count (in-flight activations only fall
+    with the rank, and a middle rank's state depends only on its layer count)."""
+    counts = stage_layers(layers, pp)
+    out = {0, pp - 1}
+    for n in set(counts[1:-1]):
+        out.add(next(r for r in range(1, pp - 1) if counts[r] == n))
+    return tuple(sorted(out))
 
 
 def in_flight_layers(lay: Layout, rank: int, layers_r: int, microbatches: int) -> float:
@@ -379,24 +393,22 @@ def memory_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> Memor
             "only", w, g, ms, o, z3, acts, logits, frag * (acts + logits), fixed, cap
         )
     layers = stage_layers(ctx.layers, lay.pp)
-    best: MemoryBreakdown | None = None
-    seen: set[tuple[int, float, bool, bool]] = set()
-    for rank, layers_r in enumerate(layers):
-        first, last = rank == 0, rank == lay.pp - 1
-        held = in_flight_layers(lay, rank, layers_r, microbatches)
-        sig = (layers_r, held, first, last)
-        if sig in seen:
-            continue
-        seen.add(sig)
-        w, g, ms, o, z3 = _rank_state(ctx, lay, layers_r, first, last)
-        acts = held * kept + working
+    best_total, best_rank, best_acts = -1.0, 0, 0.0
+    for rank in _candidate_ranks(ctx.layers, lay.pp):
+        layers_r = layers[rank]
+        last = rank == lay.pp - 1
+        acts = in_flight_layers(lay, rank, layers_r, microbatches) * kept + working
         lg = logits if last else 0.0
-        stage = "first" if first else "last" if last else f"rank {rank}"
-        cand = MemoryBreakdown(stage, w, g, ms, o, z3, acts, lg, frag * (acts + lg), fixed, cap)
-        if best is None or cand.total > best.total:
-            best = cand
-    assert best is not None
-    return best
+        total = sum(_rank_state(ctx, lay, layers_r, rank == 0, last)) + (acts + lg) * (1 + frag)
+        if total > best_total:
+            best_total, best_rank, best_acts = total, rank, acts
+    first, last = best_rank == 0, best_rank == lay.pp - 1
+    w, g, ms, o, z3 = _rank_state(ctx, lay, layers[best_rank], first, last)
+    lg = logits if last else 0.0
+    stage = "first" if first else "last" if last else f"rank {best_rank}"
+    return MemoryBreakdown(
+        stage, w, g, ms, o, z3, best_acts, lg, frag * (best_acts + lg), fixed, cap
+    )
 
 
 def total_memory_bytes(ctx: ModelContext, lay: Layout, microbatches: int) -> float:

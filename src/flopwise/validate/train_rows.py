@@ -364,6 +364,11 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
     if family == "nemo":
         if "lora" in rid:
             return "LoRA fine-tuning: frozen base weights (no weight gradients) are not modelled"
+        if "_sft_" in rid:
+            return (
+                "SFT on SQuAD packed to 4096 tokens: attention spans each packed example, "
+                "whose lengths are not published, not the 4096-token sequence"
+            )
         if tp and pp and dp and (tp * pp * dp * (cp or 1)) != gpus:
             return (
                 f"layout inconsistent in the source: TPxPPxDPxCP = {tp * pp * dp * (cp or 1)} "
@@ -452,6 +457,8 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
         )
         if "offload" in row.get("recompute", "").lower():
             note += "; host offload of activations not modelled (read as selective)"
+        # the loss is one XLA-fused computation (no materialised fp32 copies of the logits)
+        out += ["--fused-loss"]
         return out, note
     return "no published layout for this family of runs"
 

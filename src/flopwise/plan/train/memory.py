@@ -386,6 +386,10 @@ def memory_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> Memor
     kept, working = _layer_acts(ctx, lay)
     logits = logits_bytes(ctx, lay)
     cap, frag, fixed = ctx.capacity_bytes, ALLOCATOR_FRAGMENTATION, FRAMEWORK_FIXED_BYTES
+    if ctx.hw.id.startswith("tpu"):
+        # XLA on TPU assigns buffers statically at compile time: no CUDA context, NCCL
+        # buffers or caching allocator (JAX's bytes_limit is the HBM XLA may plan into)
+        frag, fixed = 0.0, 0.0
     if lay.pp == 1:
         w, g, ms, o, z3 = _rank_state(ctx, lay, ctx.layers, True, True)
         acts = ctx.layers * kept + working

@@ -128,6 +128,9 @@ def add_train_job_args(p: argparse.ArgumentParser) -> None:
         help="skip the model: first-order estimate at this assumed MFU (as plan train --mfu)",
     )
     add_where_args(p)
+    from flopwise.cli.goodput_args import add_goodput_args
+
+    add_goodput_args(p)
 
 
 def _batch(text: str) -> int | None:
@@ -251,7 +254,16 @@ def compare_from_args(args: argparse.Namespace) -> Any:
             mfu=args.mfu,
             layout=layout,
         )
-        return compare_train(model, job, candidates, sort=args.sort, hardware=hardware)
+        from flopwise.cli.goodput_args import goodput_inputs_from_args
+
+        return compare_train(
+            model,
+            job,
+            candidates,
+            sort=args.sort,
+            hardware=hardware,
+            goodput=goodput_inputs_from_args(args),
+        )
     if args.input_len + args.output_len > model.max_seq_len:
         raise FlopwiseError(
             f"--input-len + --output-len = {args.input_len + args.output_len} exceeds "

@@ -30,26 +30,41 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any
 
 from flopwise.units import GIB
 from flopwise.workload.memory_bytes import TrainingRecipe
 
+from .activations import (
+    TE_FP8_RECIPES,
+    layer_activation_bytes,
+    layer_acts,
+    logits_bytes,
+    op_checkpoint_bytes,
+)
 from .constants import (
     ACT_BYTES,
     ALLOCATOR_FRAGMENTATION,
     FRAMEWORK_FIXED_BYTES,
-    FUSED_LOSS_BYTES_PER_ELEMENT,
-    LOGITS_BYTES_PER_ELEMENT,
-    TORCH_LOSS_BYTES_PER_ELEMENT,
-    UNFUSED_SCORE_BYTES_STORED,
     ZERO3_GATHERED_LAYERS,
 )
 from .context import ModelContext
 from .layout import Layout
 
-#: Recipes that train fp8 GEMMs through Transformer Engine (Megatron-Core, NeMo).
-TE_FP8_RECIPES = frozenset({"mcore-fp8", "nemo-fp8", "fp8-adam"})
+__all__ = [
+    "TE_FP8_RECIPES",
+    "MemoryBreakdown",
+    "StateBytes",
+    "in_flight_layers",
+    "layer_activation_bytes",
+    "logits_bytes",
+    "memory_breakdown",
+    "op_checkpoint_bytes",
+    "stage_layers",
+    "state_bytes",
+    "total_memory_bytes",
+    "weight_bytes_per_param",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,64 +208,6 @@ def in_flight_layers(lay: Layout, rank: int, layers_r: int, microbatches: int) -
     return chunks * layers_r / lay.vpp
 
 
-def layer_activation_bytes(
-    ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool
-) -> tuple[float, float, float]:
-    """(bytes kept per layer per microbatch without recompute, dropped by selective recompute,
-    the layer input kept by full recompute)."""
-    m = ctx.model
-    tokens = mb * ctx.job.seq_len / cp
-    h = m.hidden
-    kv_local = max(m.kv_heads / tp, 1.0)
-    hidden_part = 4.0 * h / (tp if sp else 1)
-    if sp and tp > 1 and ctx.recipe.name.startswith("fsdp"):
-        # PyTorch tensor parallelism (DTensor SequenceParallel -> ColwiseParallel) all-gathers
-        # the norm output and the matmul saves that gathered input; Megatron saves its shard and
-        # re-gathers in the backward (Korthikanti §4.2.2)
-        hidden_part += 2.0 * h * (1.0 - 1.0 / tp)
-    q = m.heads / tp * m.head_dim
-    k = kv_local * m.head_dim
-    v = kv_local * m.v_head_dim
-    o = m.heads / tp * m.v_head_dim
-    lse = 2.0 * m.heads / tp  # fp32 log-sum-exp per head, in 16-bit element units
-    if m.is_mla:
-        k = m.heads / tp * m.head_dim
-        v = m.heads / tp * m.v_head_dim
-        hidden_part += (m.kv_lora_rank + m.q_lora_rank) / (tp if sp else 1)
-    attn = q + k + v + o + lse
-    mlp_mult = 3.0 if m.gated_mlp else 2.0
-    frac_moe = ctx.n_moe / m.layers
-    dense_mlp = mlp_mult * m.ffn / tp
-    moe_mlp = 0.0
-    if m.is_moe:
-        moe_mlp = (
-            m.experts_per_token * (h + mlp_mult * m.expert_ffn / tp)
-            + m.shared_experts * mlp_mult * m.shared_expert_ffn / tp
-        )
-    mlp = (1 - frac_moe) * dense_mlp + frac_moe * moe_mlp
-    per_token = hidden_part + attn + mlp
-    if ctx.recipe.name in TE_FP8_RECIPES:
-        # Transformer Engine saves an fp8 GEMM's input for its weight-gradient GEMM as the fp8
-        # cast (1 byte) and drops the 16-bit tensor when nothing else needs it: the two norm
-        # outputs (LayerNormLinear / LayerNormMLP ln_out) and the MLP activation output (fc2
-        # input). Attention's output stays 16-bit: FlashAttention keeps it for its backward.
-        norm_outputs = 2.0 * h / (tp if sp else 1)
-        act_out = (1 - frac_moe) * m.ffn / tp + frac_moe * (
-            m.experts_per_token * m.expert_ffn / tp + m.shared_experts * m.shared_expert_ffn / tp
-        )
-        per_token -= 0.5 * (norm_outputs + act_out)
-    full_input = h / (tp if sp else 1)
-    scores = 0.0
-    if ctx.job.attention_kernel == "unfused":
-        # Korthikanti's 5as^2b: softmax output, dropout mask and dropout output per score
-        scores = UNFUSED_SCORE_BYTES_STORED * mb * m.heads / tp * (ctx.job.seq_len / cp) ** 2
-    return (
-        per_token * tokens * ACT_BYTES + scores,
-        (o + lse) * tokens * ACT_BYTES + scores,
-        full_input * tokens * ACT_BYTES,
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class MemoryBreakdown:
     """Bytes per GPU on the pipeline stage that needs the most."""
@@ -303,58 +260,6 @@ class MemoryBreakdown:
         }
 
 
-def op_checkpoint_bytes(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool) -> float:
-    """Bytes per layer per microbatch torchtitan's op-level selective checkpointing keeps
-    (parallelize_llama.py _save_list: matmul outputs except every second matmul of the block,
-    the attention outputs): the block input, wq's and wv's outputs (q, v), the attention output
-    and log-sum-exp, w1's output and (gated blocks) w2's output."""
-    m = ctx.model
-    tokens = mb * ctx.job.seq_len / cp
-    hidden = m.hidden / (tp if sp else 1)
-    q = m.heads / tp * m.head_dim
-    v = max(m.kv_heads / tp, 1.0) * m.v_head_dim
-    o = m.heads / tp * m.v_head_dim
-    lse = 2.0 * m.heads / tp
-    if m.is_moe:
-        ffn = m.experts_per_token * m.expert_ffn + m.shared_experts * m.shared_expert_ffn
-    else:
-        ffn = m.ffn
-    per_token = hidden + q + v + o + lse + ffn / tp + (hidden if m.gated_mlp else 0.0)
-    return per_token * tokens * ACT_BYTES
-
-
-def _layer_acts(ctx: ModelContext, lay: Layout) -> tuple[float, float]:
-    """(bytes kept per layer-microbatch, one layer's working set rebuilt by full recompute)."""
-    key = (lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel)
-    cache = ctx.cache("act")
-    hit = cache.get(key)
-    if hit is None:
-        hit = cache[key] = layer_activation_bytes(
-            ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel
-        )
-    full, selective_saves, layer_input = cast("tuple[float, float, float]", hit)
-    if lay.recompute == "full":
-        return layer_input, full
-    if lay.recompute == "op":
-        # the backward re-runs one layer's recomputed ops at a time: its working set
-        return op_checkpoint_bytes(ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel), full
-    if lay.recompute == "selective":
-        return full - selective_saves, 0.0
-    return full, 0.0
-
-
-def logits_bytes(ctx: ModelContext, lay: Layout) -> float:
-    """The last stage's logits buffer for one microbatch (vocab-parallel over TP)."""
-    tokens = lay.microbatch * ctx.job.seq_len / lay.cp
-    if not ctx.recipe.name.startswith("fsdp"):
-        per_element = LOGITS_BYTES_PER_ELEMENT
-    elif ctx.job.fused_loss:
-        per_element = FUSED_LOSS_BYTES_PER_ELEMENT
-    else:
-        per_element = TORCH_LOSS_BYTES_PER_ELEMENT
-    return tokens * ctx.model.vocab / lay.tp * per_element
-
-
 def _rank_state(
     ctx: ModelContext, lay: Layout, layers_r: int, first: bool, last: bool
 ) -> tuple[float, float, float, float, float]:
@@ -383,7 +288,7 @@ def _rank_state(
 
 def memory_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> MemoryBreakdown:
     """Peak memory per GPU with its parts, on the pipeline rank that needs the most."""
-    kept, working = _layer_acts(ctx, lay)
+    kept, working = layer_acts(ctx, lay)
     logits = logits_bytes(ctx, lay)
     cap, frag, fixed = ctx.capacity_bytes, ALLOCATOR_FRAGMENTATION, FRAMEWORK_FIXED_BYTES
     if ctx.hw.id.startswith("tpu"):

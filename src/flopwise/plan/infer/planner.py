@@ -406,8 +406,6 @@ def plan_inference(
         from flopwise.plan.infer.speculative import add_speculation
 
         plan = add_speculation(ctx, plan, draft)
-    from dataclasses import replace
-
     from flopwise.plan.assumptions import hardware_fallbacks
 
     assumed = hardware_fallbacks(hardware, ctx.precision.act)

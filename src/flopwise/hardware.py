@@ -155,6 +155,12 @@ def hardware_from_catalog(accelerator: str, system: str | None = None) -> Hardwa
         candidates = systems_for(acc.id)
         node = candidates[0] if candidates else None
     origins: dict[str, Origin] = {}
+    if system is None and node is not None:
+        origins["system_id"] = Origin(
+            "assumed",
+            f"no --system given: the catalog's first node type for {acc.id} "
+            f"({', '.join(c.id for c in candidates)}); pass --system ID",
+        )
     peaks: dict[str, float] = {}
     for dtype, spec_field in PEAK_FIELD_BY_DTYPE.items():
         if (v := acc.spec(spec_field)) is not None:

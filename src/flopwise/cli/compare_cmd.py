@@ -107,7 +107,9 @@ def add_train_job_args(p: argparse.ArgumentParser) -> None:
     ):
         g.add_argument(f"--{name}", type=positive_int, metavar="N", help=help_)
     g.add_argument(
-        "--recompute", choices=("none", "selective", "full"), help="activation recompute"
+        "--recompute",
+        choices=("none", "selective", "full", "op"),
+        help="activation recompute (op: torchtitan's op-level selective checkpointing)",
     )
     g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), help="ZeRO stage over DP (x CP)")
     g.add_argument(

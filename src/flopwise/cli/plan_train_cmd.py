@@ -19,6 +19,7 @@ from flopwise.cli._args import (
     tokens,
     typed,
 )
+from flopwise.cli.memory_args import add_memory_args
 
 #: Default global batch when none is given: 4Mi tokens (Llama 2's 4M-token batch).
 DEFAULT_BATCH_TOKENS = 4 * 2**20
@@ -112,7 +113,9 @@ def register(psub: Any) -> None:
     ):
         g.add_argument(f"--{name}", type=positive_int, metavar="N", help=help_)
     g.add_argument(
-        "--recompute", choices=("none", "selective", "full"), help="activation recompute"
+        "--recompute",
+        choices=("none", "selective", "full", "op"),
+        help="activation recompute (op: torchtitan's op-level selective checkpointing)",
     )
     g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), help="ZeRO stage over DP (x CP)")
     g.add_argument(
@@ -154,6 +157,7 @@ def register(psub: Any) -> None:
         metavar="ID|latest",
         help="use stored benchmark results for this accelerator",
     )
+    add_memory_args(t)
     from flopwise.cli.goodput_args import add_goodput_args
 
     add_goodput_args(t)
@@ -278,6 +282,8 @@ def train_plan_from_args(
         objective=args.objective,
         **framework_job_kwargs(args),
         sustained_compute_fraction=sustained_compute_fraction,
+        memory_headroom_gib=args.memory_headroom_gib,
+        fused_loss=args.fused_loss,
     )
     cons = LayoutConstraints(
         tp=args.tp,

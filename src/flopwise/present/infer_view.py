@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flopwise.present.assumed_view import assumed_rows
 from flopwise.present.console import console, fmt_num, table
 
 
@@ -128,6 +129,8 @@ def show_plan(doc: dict[str, Any]) -> None:
         )
     for line in doc["assumptions"]:
         c.print(f"[dim]- {line}[/dim]")
+    for label, text in assumed_rows(doc):
+        c.print(f"[bold]{label}:[/bold] {text}")
 
 
 def show_sweep(doc: dict[str, Any]) -> None:

@@ -406,4 +406,7 @@ def plan_inference(
         from flopwise.plan.infer.speculative import add_speculation
 
         plan = add_speculation(ctx, plan, draft)
-    return plan
+    from flopwise.plan.assumptions import hardware_fallbacks
+
+    assumed = hardware_fallbacks(hardware, ctx.precision.act)
+    return replace(plan, extras={**plan.extras, "assumed": assumed})

@@ -114,6 +114,9 @@ def test_matmul_table_output() -> None:
         (("--k-range", "0", "64", "0"), "step must be a positive integer"),
         (("--n", "0"), "must be a positive number"),
         (("--search", "random"), "invalid choice"),
+        # the old code read 0 as "no budget given" and silently ran the 20 s default
+        (("--budget-s", "0"), "must be a positive number"),
+        (("--budget-s", "-1"), "must be a positive number"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(args: tuple[str, ...], message: str) -> None:

@@ -104,18 +104,26 @@ class Session:
         except Exception:
             return False
 
-    def laggards(self, expected: str, grace: bool = True) -> list[int]:
+    def laggards(self, expected: str) -> list[int]:
         """Ranks whose recorded progress is not `expected` (after a short grace period)."""
-        deadline = time.monotonic() + (NAMING_GRACE_S if grace else 0.0)
+        return sorted(self.progress_of_laggards(expected))
+
+    def progress_of_laggards(self, expected: str) -> dict[int, str | None]:
+        """{rank: its recorded progress} for the ranks not at `expected`, polled for a short
+        grace period. If the store goes away meanwhile (rank 0 exited), the last complete
+        reading is returned; with none, the store error propagates."""
+        deadline = time.monotonic() + self.timeout_s - collective_timeout_s(self.timeout_s)
+        last: dict[int, str | None] | None = None
         while True:
-            behind = []
-            for r in range(self.world_size):
-                key = f"progress/{r}"
-                value = self.store.get(key).decode() if self.store.check([key]) else None
-                if value != expected:
-                    behind.append(r)
-            if not behind or time.monotonic() > deadline:
-                return behind
+            try:
+                now = {r: self._progress(r) for r in range(self.world_size)}
+            except Exception:
+                if last is None:
+                    raise
+                return last
+            last = {r: p for r, p in now.items() if p != expected}
+            if not last or time.monotonic() > deadline:
+                return last
             time.sleep(0.05)
 
     def describe(self, ranks: Sequence[int]) -> str:
@@ -134,65 +142,35 @@ class Session:
         return ("ranks " if len(parts) > 1 else "") + ", ".join(parts)
 
     def collective_failed(self, what: str, exc: BaseException) -> FlopwiseError:
-        """Turn a backend error into one line naming the ranks that did not get this far.
+        """Turn a backend error into one line naming the ranks that did not get through.
 
-        Every survivor records that it saw `what` fail; a rank that reached `what` but never
-        says so (dead, or hung inside the collective) is named, as nccl-tests names ranks.
+        This rank records that it saw `what` fail; after a short grace the ranks that recorded
+        neither the failure nor anything later are named: those still inside `what` died or
+        hung there, the others never reached it.
         """
         first = first_sentence(exc)
+        failed = f"failed during {what}"
         try:
-            self.store.set(f"failed/{self.rank}", what)
-            culprits = self.culprits(what)
-            behind = [r for r in culprits if r != self.rank]
+            self.mark(failed)
+            where = {r: p for r, p in self.progress_of_laggards(failed).items() if r != self.rank}
         except Exception:
             return self.store_lost(exc)
-        self._let_survivors_finish(what, culprits)
-        try:
-            late = set(self.laggards(what, grace=False))
-        except Exception:
-            late = set()
-        parts = [
-            f"{self.describe(group)} did not {verb} it"
-            for group, verb in (
-                ([r for r in behind if r in late], "reach"),
-                ([r for r in behind if r not in late], "complete"),
-            )
-            if group
-        ]
-        who = "; ".join(parts) or "every rank saw it fail (network or backend problem)"
+        inside = [r for r, p in where.items() if p == what]
+        never = [r for r, p in where.items() if p != what]
+        parts = []
+        if inside:
+            parts.append(f"{self.describe(inside)} stopped inside it and did not report back")
+        if never:
+            parts.append(f"{self.describe(never)} did not reach it")
+        who = "; ".join(parts) if parts else "every rank saw it fail (no rank is missing)"
         return FlopwiseError(
             f"rank {self.rank}: {what} failed after at most {self.timeout_s:g}s: {who} "
             f"(dead, hung or unreachable); backend said: {first}"
         )
 
-    def _let_survivors_finish(self, what: str, culprits: list[int]) -> None:
-        """Rank 0 hosts the store: it stays until the other survivors have named the culprits,
-        so they do not lose the store (and the answer) while it exits."""
-        try:
-            self.store.set(f"named/{self.rank}", what)
-            if self.rank != 0:
-                return
-            waiting = [r for r in range(self.world_size) if r not in culprits and r != 0]
-            deadline = time.monotonic() + self.timeout_s - collective_timeout_s(self.timeout_s)
-            while waiting and time.monotonic() < deadline:
-                waiting = [r for r in waiting if not self.store.check([f"named/{r}"])]
-                time.sleep(0.05)
-        except Exception:
-            return
-
-    def culprits(self, what: str) -> list[int]:
-        """Ranks that neither reported `what` failing nor are past it, after a grace period."""
-        deadline = time.monotonic() + self.timeout_s - collective_timeout_s(self.timeout_s)
-        while True:
-            behind = []
-            for r in range(self.world_size):
-                failed = f"failed/{r}"
-                if self.store.check([failed]) and self.store.get(failed).decode() == what:
-                    continue
-                behind.append(r)
-            if not behind or time.monotonic() > deadline:
-                return behind
-            time.sleep(0.05)
+    def _progress(self, rank: int) -> str | None:
+        key = f"progress/{rank}"
+        return self.store.get(key).decode() if self.store.check([key]) else None
 
     def store_lost(self, exc: BaseException) -> FlopwiseError:
         return FlopwiseError(

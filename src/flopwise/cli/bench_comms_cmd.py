@@ -122,13 +122,15 @@ def run(args: argparse.Namespace) -> int:
         warmup=args.warmup,
         group=args.group,
     )
+    from flopwise.present.bench_view import comms_progress
     from flopwise.results.safe_save import keep, preflight
 
     if dist.env_from().rank == 0:
         preflight(args.db)  # rank 0 stores: an unusable --db fails before anything runs
     problem = None
     with dist.session(backend, args.timeout) as s:
-        result = comms.run_comms(s, cfg)
+        with comms_progress(enabled=s.rank == 0) as on_row:
+            result = comms.run_comms(s, cfg, on_row)
         if s.rank == 0:
             accelerator = accelerator or comms.accelerator_id(s)
             measured, acc = result, accelerator

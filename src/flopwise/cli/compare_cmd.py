@@ -107,7 +107,9 @@ def add_train_job_args(p: argparse.ArgumentParser) -> None:
     ):
         g.add_argument(f"--{name}", type=positive_int, metavar="N", help=help_)
     g.add_argument(
-        "--recompute", choices=("none", "selective", "full"), help="activation recompute"
+        "--recompute",
+        choices=("none", "selective", "full", "op"),
+        help="activation recompute (op: torchtitan's op-level selective checkpointing)",
     )
     g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), help="ZeRO stage over DP (x CP)")
     g.add_argument(
@@ -116,18 +118,9 @@ def add_train_job_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="shard norms/residuals over TP",
     )
-    p.add_argument(
-        "--attention",
-        choices=("flash", "flash2", "unfused"),
-        default="flash",
-        help="attention kernel",
-    )
-    for name in ("tp", "pp", "ep"):
-        p.add_argument(
-            f"--{name}-comm-overlap",
-            action="store_true",
-            help=f"{name.upper()} comms overlap compute",
-        )
+    from flopwise.cli.plan_train_cmd import add_framework_args
+
+    add_framework_args(p)
     p.add_argument(
         "--mfu",
         type=typed(fraction),
@@ -135,6 +128,9 @@ def add_train_job_args(p: argparse.ArgumentParser) -> None:
         help="skip the model: first-order estimate at this assumed MFU (as plan train --mfu)",
     )
     add_where_args(p)
+    from flopwise.cli.goodput_args import add_goodput_args
+
+    add_goodput_args(p)
 
 
 def _batch(text: str) -> int | None:
@@ -204,6 +200,9 @@ def register(sub: Any) -> None:
 
 def compare_from_args(args: argparse.Namespace) -> Any:
     """Build the job and candidates from parsed flags and run the comparison."""
+    from types import MappingProxyType
+
+    from flopwise.cli.plan_train_cmd import framework_job_kwargs
     from flopwise.compare import (
         CompareInferJob,
         CompareTrainJob,
@@ -251,14 +250,20 @@ def compare_from_args(args: argparse.Namespace) -> Any:
             global_batch_seqs=gbs,
             dtype=args.dtype,
             recipe=args.recipe,
-            attention=args.attention,
-            tp_comm_overlap=args.tp_comm_overlap,
-            pp_comm_overlap=args.pp_comm_overlap,
-            ep_comm_overlap=args.ep_comm_overlap,
+            framework_options=MappingProxyType(framework_job_kwargs(args)),
             mfu=args.mfu,
             layout=layout,
         )
-        return compare_train(model, job, candidates, sort=args.sort, hardware=hardware)
+        from flopwise.cli.goodput_args import goodput_inputs_from_args
+
+        return compare_train(
+            model,
+            job,
+            candidates,
+            sort=args.sort,
+            hardware=hardware,
+            goodput=goodput_inputs_from_args(args),
+        )
     if args.input_len + args.output_len > model.max_seq_len:
         raise FlopwiseError(
             f"--input-len + --output-len = {args.input_len + args.output_len} exceeds "

@@ -25,6 +25,22 @@ def _acceptance(text: str) -> float:
     return value
 
 
+def add_moe_serving_args(p: argparse.ArgumentParser) -> None:
+    """--ep and --attention-dp: how a mixture-of-experts model is split for serving."""
+    p.add_argument(
+        "--ep",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="expert-parallel groups inside the tensor-parallel group (MoE; divides --tp)",
+    )
+    p.add_argument(
+        "--attention-dp",
+        action="store_true",
+        help="attention data-parallel over the tensor-parallel ranks (MoE, e.g. DeepSeek MLA)",
+    )
+
+
 def register(psub: Any) -> None:
     p = psub.add_parser(
         "infer",
@@ -82,6 +98,7 @@ def register(psub: Any) -> None:
         metavar="NAME",
         help="engine class for overhead constants: generic, tensorrt-llm, vllm, sglang",
     )
+    add_moe_serving_args(p)
     p.add_argument(
         "--price-per-gpu-hour", type=typed(non_negative_float), metavar="USD", help="for the cost"
     )
@@ -126,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
         act_dtype=args.activation_dtype,
         engine=args.engine,
         price_per_gpu_hour=args.price_per_gpu_hour,
+        ep=args.ep,
+        attention_dp=args.attention_dp,
     )
     hw_doc = {
         "id": hw.id,

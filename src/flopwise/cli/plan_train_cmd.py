@@ -19,6 +19,7 @@ from flopwise.cli._args import (
     tokens,
     typed,
 )
+from flopwise.cli.memory_args import add_memory_args
 
 #: Default global batch when none is given: 4Mi tokens (Llama 2's 4M-token batch).
 DEFAULT_BATCH_TOKENS = 4 * 2**20
@@ -88,6 +89,13 @@ def register(psub: Any) -> None:
         "for accelerators without a node type in the catalog (labelled as assumed)",
     )
     t.add_argument(
+        "--scaleup-domain",
+        type=positive_int,
+        metavar="N",
+        help="accelerators per scale-up domain (NVLink domain, TPU slice over ICI); default: "
+        "the node type's. Multislice TPU jobs: the slice size (slices talk over DCN)",
+    )
+    t.add_argument(
         "--gpus-per-node",
         type=positive_int,
         metavar="N",
@@ -105,7 +113,9 @@ def register(psub: Any) -> None:
     ):
         g.add_argument(f"--{name}", type=positive_int, metavar="N", help=help_)
     g.add_argument(
-        "--recompute", choices=("none", "selective", "full"), help="activation recompute"
+        "--recompute",
+        choices=("none", "selective", "full", "op"),
+        help="activation recompute (op: torchtitan's op-level selective checkpointing)",
     )
     g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), help="ZeRO stage over DP (x CP)")
     g.add_argument(
@@ -121,27 +131,7 @@ def register(psub: Any) -> None:
         default=None,
         help="shard norms/residuals over TP (Korthikanti et al. 2022)",
     )
-    t.add_argument(
-        "--attention",
-        choices=("flash", "flash2", "unfused"),
-        default="flash",
-        help="attention kernel (default: the best fused kernel for the accelerator)",
-    )
-    t.add_argument(
-        "--tp-comm-overlap",
-        action="store_true",
-        help="TP collectives overlap GEMMs (Transformer Engine userbuffers)",
-    )
-    t.add_argument(
-        "--pp-comm-overlap",
-        action="store_true",
-        help="pipeline sends overlap compute (Megatron-Core overlap_p2p_comm)",
-    )
-    t.add_argument(
-        "--ep-comm-overlap",
-        action="store_true",
-        help="expert all-to-alls overlap another microbatch's compute (DeepSeek DualPipe)",
-    )
+    add_framework_args(t)
     t.add_argument(
         "--objective",
         choices=("time", "cost"),
@@ -167,12 +157,90 @@ def register(psub: Any) -> None:
         metavar="ID|latest",
         help="use stored benchmark results for this accelerator",
     )
+    add_memory_args(t)
+    from flopwise.cli.goodput_args import add_goodput_args
+
+    add_goodput_args(t)
     add_db(t)
     add_json(t)
     t.set_defaults(func=run_train)
 
 
+def add_framework_args(t: argparse.ArgumentParser) -> None:
+    """--framework and the per-setting overrides of its profile (None: as the profile does)."""
+    from flopwise.plan.train.frameworks import FRAMEWORKS
+
+    f = t.add_argument_group(
+        "framework (what overlaps with what; each switch defaults to the profile's value)"
+    )
+    f.add_argument(
+        "--framework",
+        choices=FRAMEWORKS,
+        default="generic",
+        help="training framework profile (default generic: PyTorch DDP/FSDP behaviour); "
+        "see docs/training-planner.md for what each profile does and its sources",
+    )
+    f.add_argument(
+        "--attention",
+        choices=("flash", "flash2", "unfused"),
+        default=None,
+        help="attention kernel (default: the profile's; flash = the best fused kernel for "
+        "the accelerator)",
+    )
+    for flag, help_ in (
+        ("tp-comm-overlap", "TP collectives overlap GEMMs (Transformer Engine userbuffers)"),
+        ("pp-comm-overlap", "pipeline sends overlap compute (Megatron-Core overlap_p2p_comm)"),
+        ("ep-comm-overlap", "expert all-to-alls overlap another microbatch (DeepSeek DualPipe)"),
+        ("dp-comm-overlap", "gradient reduction overlaps the backward (DDP/FSDP buckets)"),
+        ("pp-scatter-gather", "pipeline sends split over TP ranks (Megatron scatter/gather)"),
+    ):
+        f.add_argument(f"--{flag}", action=argparse.BooleanOptionalAction, default=None, help=help_)
+
+
+def framework_job_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The TrainJob keywords add_framework_args defines."""
+    return {
+        "framework": args.framework,
+        "attention": args.attention,
+        "tp_comm_overlap": args.tp_comm_overlap,
+        "pp_comm_overlap": args.pp_comm_overlap,
+        "ep_comm_overlap": args.ep_comm_overlap,
+        "dp_comm_overlap": args.dp_comm_overlap,
+        "pp_scatter_gather": args.pp_scatter_gather,
+    }
+
+
 def run_train(args: argparse.Namespace) -> int:
+    if args.mfu is not None:
+        return _first_order(args)
+    plan = train_plan_from_args(args)
+    doc = plan.to_dict()
+    if not args.global_batch_seqs:  # say when the batch had to be rounded to whole sequences
+        from flopwise.plan.train.batch import batch_seqs_from_tokens
+
+        asked = args.global_batch_tokens or DEFAULT_BATCH_TOKENS
+        note = batch_seqs_from_tokens(asked, plan.job.seq_len)[1]
+        if note:
+            doc["notes"] = [*doc.get("notes", []), note]
+    if plan.fits is not False:
+        from flopwise.cli.goodput_args import goodput_inputs_from_args
+        from flopwise.plan.goodput import plan_goodput
+
+        doc["goodput"] = plan_goodput(plan, goodput_inputs_from_args(args)).to_dict()
+    if args.json:
+        from flopwise.present.jsonout import emit
+
+        emit(doc)
+    else:
+        from flopwise.present.train_view import show_train_plan
+
+        show_train_plan(doc)
+    from flopwise.cli._fit import EXIT_DOES_NOT_FIT
+
+    return EXIT_DOES_NOT_FIT if plan.fits is False else 0
+
+
+def _model_hw_seq(args: argparse.Namespace) -> tuple[Any, Any, int]:
     from flopwise.errors import FlopwiseError
     from flopwise.results.measured import hardware_for
     from flopwise.workload.hf import load_model
@@ -184,8 +252,17 @@ def run_train(args: argparse.Namespace) -> int:
         raise FlopwiseError(
             f"--seq-len {seq} exceeds {model.name}'s context of {model.max_seq_len} tokens"
         )
-    if args.mfu is not None:
-        return _first_order(args, model, hw, seq)
+    return model, hw, seq
+
+
+def train_plan_from_args(
+    args: argparse.Namespace, sustained_compute_fraction: float | None = None
+) -> Any:
+    """The TrainPlan `flopwise plan train ARGS` prints (the library call behind the CLI).
+
+    ``sustained_compute_fraction`` replaces the fitted constant: validation uses it to refit
+    that constant without a held-out family (cross-validation); no flag sets it."""
+    model, hw, seq = _model_hw_seq(args)
     from flopwise.plan.train import (
         LayoutConstraints,
         TrainJob,
@@ -196,14 +273,13 @@ def run_train(args: argparse.Namespace) -> int:
     if args.inter_node_gbps is not None:
         hw = assume_inter_node_bw(hw, args.inter_node_gbps)
 
-    batch_note = None
     if args.global_batch_seqs:
         gbs = args.global_batch_seqs
     else:
         from flopwise.plan.train.batch import batch_seqs_from_tokens
 
         batch_tokens = args.global_batch_tokens or DEFAULT_BATCH_TOKENS
-        gbs, batch_note = batch_seqs_from_tokens(batch_tokens, seq)
+        gbs, _ = batch_seqs_from_tokens(batch_tokens, seq)
     job = TrainJob(
         gpus=args.gpus,
         seq_len=seq,
@@ -212,12 +288,13 @@ def run_train(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         recipe=args.recipe,
         gpus_per_node=args.gpus_per_node,
+        scaleup_domain=args.scaleup_domain,
         price_per_gpu_hour=args.price_per_gpu_hour,
         objective=args.objective,
-        attention=args.attention,
-        tp_comm_overlap=args.tp_comm_overlap,
-        pp_comm_overlap=args.pp_comm_overlap,
-        ep_comm_overlap=args.ep_comm_overlap,
+        **framework_job_kwargs(args),
+        sustained_compute_fraction=sustained_compute_fraction,
+        memory_headroom_gib=args.memory_headroom_gib,
+        fused_loss=args.fused_loss,
     )
     cons = LayoutConstraints(
         tp=args.tp,
@@ -232,26 +309,13 @@ def run_train(args: argparse.Namespace) -> int:
         sequence_parallel=args.sequence_parallel,
         hsdp=args.hsdp,
     )
-    plan = plan_training(model, hw, job, cons)
-    doc = plan.to_dict()
-    if batch_note:
-        doc["notes"] = [*doc.get("notes", []), batch_note]
-    if args.json:
-        from flopwise.present.jsonout import emit
-
-        emit(doc)
-    else:
-        from flopwise.present.train_view import show_train_plan
-
-        show_train_plan(doc)
-    from flopwise.cli._fit import EXIT_DOES_NOT_FIT
-
-    return EXIT_DOES_NOT_FIT if plan.fits is False else 0
+    return plan_training(model, hw, job, cons)
 
 
-def _first_order(args: argparse.Namespace, model: Any, hw: Any, seq: int) -> int:
+def _first_order(args: argparse.Namespace) -> int:
     from flopwise.plan.first_order import first_order_train
 
+    model, hw, seq = _model_hw_seq(args)
     plan = first_order_train(
         model,
         hw,

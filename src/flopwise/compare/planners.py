@@ -49,10 +49,7 @@ def train_estimate(
             tokens=job.tokens,
             dtype=job.dtype,
             recipe=job.recipe,
-            attention=job.attention,
-            tp_comm_overlap=job.tp_comm_overlap,
-            pp_comm_overlap=job.pp_comm_overlap,
-            ep_comm_overlap=job.ep_comm_overlap,
+            **dict(job.framework_options),
         ),
         LayoutConstraints(**job.layout),
     ).to_dict()

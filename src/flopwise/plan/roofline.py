@@ -6,22 +6,21 @@ All functions are pure: shapes and a Hardware in, seconds out. Units: bytes, FLO
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
+from flopwise.plan import gemm
 from flopwise.plan.efficiency import (
-    GEMM_FRACTION_WITHOUT_MAMF,
     GEMM_TILE,
     KERNEL_LAUNCH_S,
-    MEMORY_BW_FRACTION,
     SCALEOUT_ALPHA_S,
     SCALEOUT_LINK_FRACTION,
     SCALEUP_ALPHA_S,
     SCALEUP_LINK_FRACTION,
 )
-from flopwise.units import GB, TERA
-from flopwise.workload.memory_bytes import DTYPE_BYTES
+from flopwise.units import GB
 
 #: nccl-tests bus-bandwidth factors (NVIDIA/nccl-tests doc/PERFORMANCE.md): busbw = algbw * f(n).
 BUSBW_FACTORS = {
@@ -37,12 +36,7 @@ BUSBW_FACTORS = {
 
 def achievable_matmul_tflops(hw: Hardware, dtype: str) -> float:
     """Large-GEMM ceiling: measured or published MAMF, else peak x GEMM_FRACTION_WITHOUT_MAMF."""
-    mamf = hw.matmul_tflops.get(dtype)
-    if mamf is None and dtype == "fp16":
-        mamf = hw.matmul_tflops.get("bf16")
-    if mamf is not None:
-        return mamf
-    return hw.peak(dtype) * GEMM_FRACTION_WITHOUT_MAMF
+    return gemm.ceiling_tflops(hw, dtype)
 
 
 def gemm_shape_efficiency(
@@ -68,13 +62,7 @@ def gemm_shape_efficiency(
 
 def memory_bw_bytes_per_s(hw: Hardware) -> float:
     """Achievable memory bandwidth: measured when known, else peak x MEMORY_BW_FRACTION."""
-    if hw.achievable_bw_gbps:
-        return hw.achievable_bw_gbps * GB
-    if not hw.memory_bw_gbps:
-        raise FlopwiseError(
-            f"{hw.id} has no published memory bandwidth; measure it with flopwise bench memory"
-        )
-    return hw.memory_bw_gbps * GB * MEMORY_BW_FRACTION
+    return gemm.bandwidth_bytes_per_s(hw)
 
 
 def gemm_time_s(
@@ -85,14 +73,15 @@ def gemm_time_s(
     dtype: str = "bf16",
     batch: int = 1,
     weight_dtype: str | None = None,
+    scaling: str | None = None,
 ) -> float:
-    """Time of `batch` GEMMs (m x k) @ (k x n): the slower of compute and memory, plus launch."""
-    flops = 2.0 * m * n * k * batch
-    rate = achievable_matmul_tflops(hw, dtype) * TERA * gemm_shape_efficiency(m, n, hw, batch=batch)
-    a = DTYPE_BYTES[dtype]
-    w = DTYPE_BYTES[weight_dtype or dtype]
-    moved = batch * (m * k * a + k * n * w + m * n * a)
-    return max(flops / rate, moved / memory_bw_bytes_per_s(hw)) + KERNEL_LAUNCH_S
+    """Time of `batch` GEMMs (m x k) @ (k x n): the shape model of ``flopwise.plan.gemm``.
+
+    Compute at the MAMF ceiling x the library's best tile/wave/split-K efficiency, smoothly
+    maxed with reading the inputs, plus the epilogue's output write and a launch; corrected to
+    measured shapes when the hardware carries a `bench matmul` shape table.
+    """
+    return gemm.gemm_time_s(m, n, k, hw, dtype, batch, weight_dtype, scaling)
 
 
 def memory_time_s(n_bytes: float, hw: Hardware, kernels: int = 1) -> float:
@@ -105,25 +94,57 @@ class Tier:
     """One network tier as a collective sees it: per-GPU per-direction bandwidth and latency."""
 
     name: str  # "scale-up" | "scale-out"
-    bw_gbps: float  # achievable bus bandwidth, GB/s
+    bw_gbps: float  # achievable bus bandwidth, GB/s, for collectives not measured one by one
     alpha_s: float
+    by_op: Mapping[str, float] = field(default_factory=dict)  # measured busbw per collective
+
+    def bw_for(self, op: str) -> float:
+        """Bus bandwidth of one collective: measured for that op when known, else the tier's."""
+        return self.by_op.get(op, self.bw_gbps)
+
+    def scaled(self, factor: float, cap: Tier) -> Tier:
+        """The tier with every bandwidth x factor, each capped by the same op's in `cap`."""
+        ops = set(self.by_op) | set(cap.by_op)
+        return Tier(
+            self.name,
+            min(factor * self.bw_gbps, cap.bw_gbps),
+            self.alpha_s,
+            {op: min(factor * self.bw_for(op), cap.bw_for(op)) for op in ops},
+        )
+
+
+def _measured_ops(hw: Hardware, tier: str) -> dict[str, float]:
+    prefix = f"{tier}:"
+    return {k[len(prefix) :]: v for k, v in hw.busbw_by_op.items() if k.startswith(prefix)}
 
 
 def tier_for(hw: Hardware, group_size: int, spans_nodes: bool) -> Tier:
-    """The tier a group of `group_size` GPUs communicates over, with achievable busbw."""
+    """The tier a group of `group_size` GPUs communicates over, with achievable busbw.
+
+    Measured per-collective busbw (bench comms) applies to that collective only: an all-reduce
+    that NVLS accelerates says nothing about all-gather. Collectives not measured use the
+    catalog's link rate x the achievable fraction; only where the catalog has no link rate
+    does the tier's measured fallback (all-reduce) stand in.
+    """
     if not spans_nodes:
-        if hw.intra_busbw_gbps:
-            return Tier("scale-up", hw.intra_busbw_gbps, SCALEUP_ALPHA_S)
-        if not hw.scaleup_bw_uni_gbps:
+        ops = _measured_ops(hw, "intra")
+        if hw.scaleup_bw_uni_gbps:
+            base = hw.scaleup_bw_uni_gbps * SCALEUP_LINK_FRACTION
+        elif hw.intra_busbw_gbps or ops:
+            base = hw.intra_busbw_gbps or min(ops.values())
+        else:
             raise FlopwiseError(f"{hw.id} has no published scale-up bandwidth")
-        return Tier("scale-up", hw.scaleup_bw_uni_gbps * SCALEUP_LINK_FRACTION, SCALEUP_ALPHA_S)
-    if hw.inter_busbw_gbps:
-        return Tier("scale-out", hw.inter_busbw_gbps, SCALEOUT_ALPHA_S)
-    if not hw.inter_bw_per_gpu_gbps:
+        return Tier("scale-up", base, SCALEUP_ALPHA_S, ops)
+    ops = _measured_ops(hw, "inter")
+    if hw.inter_bw_per_gpu_gbps:
+        base = hw.inter_bw_per_gpu_gbps * SCALEOUT_LINK_FRACTION
+    elif hw.inter_busbw_gbps or ops:
+        base = hw.inter_busbw_gbps or min(ops.values())
+    else:
         raise FlopwiseError(
             f"{hw.id} has no known scale-out network; pass --system with a node type"
         )
-    return Tier("scale-out", hw.inter_bw_per_gpu_gbps * SCALEOUT_LINK_FRACTION, SCALEOUT_ALPHA_S)
+    return Tier("scale-out", base, SCALEOUT_ALPHA_S, ops)
 
 
 def collective_time_s(op: str, n_bytes: float, group_size: int, tier: Tier) -> float:
@@ -138,4 +159,4 @@ def collective_time_s(op: str, n_bytes: float, group_size: int, tier: Tier) -> f
     steps = 2 * (group_size - 1) if op == "all_reduce" else group_size - 1
     if op in ("broadcast", "reduce", "send_recv"):
         steps = 1
-    return steps * tier.alpha_s + factor * n_bytes / (tier.bw_gbps * GB)
+    return steps * tier.alpha_s + factor * n_bytes / (tier.bw_for(op) * GB)

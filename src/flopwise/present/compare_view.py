@@ -53,7 +53,14 @@ def _train_rows(
 ) -> tuple[list[str], list[tuple[Any, ...]], tuple[int, ...]]:
     planned = any(r["layout"] for r in doc["rows"])
     cols = ["", "offer", "GPUs"] + (["layout", "step s"] if planned else [])
-    cols += ["days", "cost", "$/GPU-h" + (" (as of)" if dated else ""), "MFU", "net"]
+    eff = any(r.get("effective_train_days") is not None for r in doc["rows"])
+    cols += ["days"] + (["eff. days", "goodput"] if eff else [])
+    cols += [
+        "eff. cost" if eff else "cost",
+        "$/GPU-h" + (" (as of)" if dated else ""),
+        "MFU",
+        "net",
+    ]
     rows = [
         (
             "★" if r["pareto"] else "",
@@ -61,15 +68,26 @@ def _train_rows(
             f"{r['instances']}x{r['gpus_per_instance']} {r['accelerator']}",
             *((layout_text(r["layout"]), fmt_num(r["step_time_s"], 2)) if planned else ()),
             fmt_num(r["train_days"]),
-            _money(r["cost_usd"]),
+            *(_effective(r) if eff else ()),
+            _money(r.get("effective_cost_usd") if eff else r["cost_usd"]),
             _price(r, dated),
             "—" if r["mfu"] is None else f"{r['mfu']:.0%}",
             _NET.get(r["network"]["status"], r["network"]["status"]),
         )
         for r in doc["rows"]
     ]
-    right = (3, 4, 6) if not planned else (4, 5, 6, 8)
+    right: tuple[int, ...] = (3, 4, 6) if not planned else (4, 5, 6, 8)
+    if eff:
+        right = tuple(range(3 + 2 * planned, len(cols) - 1))
     return cols, rows, right
+
+
+def _effective(r: dict[str, Any]) -> tuple[str, str]:
+    """Effective days and goodput cells (— where the row has no goodput)."""
+    frac = r.get("goodput_fraction")
+    return fmt_num(r.get("effective_train_days"), unknown="—"), (
+        "—" if frac is None else f"{frac:.0%}"
+    )
 
 
 def _infer_rows(
@@ -120,7 +138,9 @@ def show_compare(doc: dict[str, Any]) -> None:
     if kinds:
         as_of += f"Price kinds other than on-demand: {', '.join(kinds)}. "
     caption = as_of + (
-        f"★ Pareto-optimal (no other row both faster and cheaper). Estimates: "
+        f"★ Pareto-optimal (no other row both faster and cheaper). Ranked by "
+        f"{doc['time_metric'].replace('_', ' ')} / {doc['cost_metric'].replace('_', ' ')}. "
+        "Estimates: "
         f"{', '.join(methods) or 'none'}. net: offer network vs the plan's node type "
         "(ok/SLOWER/faster, ? = not published). "
         f"{len(doc['excluded'])} offers cannot run this job (see --json 'excluded')."

@@ -7,10 +7,119 @@ from typing import Any
 from flopwise.present.console import console, table
 
 
-def show_validation(doc: dict[str, Any]) -> None:
+def _pct(v: float | None, signed: bool = False) -> str:
+    if v is None:
+        return "n/a"
+    return f"{v:+.1f}%" if signed else f"{v:.1f}%"
+
+
+def _score_cells(s: dict[str, Any]) -> list[str]:
+    return [
+        str(s["n"]),
+        _pct(s["mape_pct"]),
+        _pct(s["max_abs_error_pct"]),
+        _pct(s["bias_pct"], signed=True),
+    ]
+
+
+def show_training_validation(rep: dict[str, Any], rows: bool = False) -> None:
+    """Out-of-sample first, in-sample beside it (labelled), per family and accelerator."""
+    out = console()
+    oos, ins = rep["out_of_sample"], rep["in_sample"]
+    head = ["", "n", "MAPE", "worst", "bias"]
+    out.print(
+        table(
+            "Training validation (step time / throughput vs published runs)",
+            head,
+            [
+                ["OUT-OF-SAMPLE (headline)", *_score_cells(oos)],
+                ["in-sample (fitted on these rows)", *_score_cells(ins)],
+            ],
+            caption="out of sample: the fitted compute fraction refitted without the row's "
+            "source family (leave one family out); every row is the `flopwise plan train` "
+            "command in --json (rows[].command)",
+            right=(1, 2, 3, 4),
+        )
+    )
+    for title, key in (("By source family", "by_family"), ("By accelerator", "by_accelerator")):
+        out.print(
+            table(
+                title,
+                ["", "n", "MAPE out", "worst out", "bias out", "MAPE in-sample"],
+                [
+                    [
+                        g["name"],
+                        *_score_cells(g["out_of_sample"]),
+                        _pct(g["in_sample"]["mape_pct"]),
+                    ]
+                    for g in rep[key]
+                ],
+                right=(1, 2, 3, 4, 5),
+            )
+        )
+    cov = rep.get("interval_coverage") or {}
+    mem = rep.get("memory") or {}
+    notes = [
+        f"80% intervals cover {_pct(cov.get('coverage_pct'))} of {cov.get('n', 0)} "
+        "out-of-sample rows (each family against intervals built without it)",
+        f"peak memory vs published (n={mem.get('n', 0)}): MAPE {_pct(mem.get('mape_pct'))}, "
+        f"worst {_pct(mem.get('max_abs_error_pct'))}",
+    ]
+    unfit = mem.get("published_layouts_not_fitting") or []
+    notes.append(
+        "every published layout fits"
+        if not unfit
+        else f"{len(unfit)} published layout(s) the memory model says do not fit: "
+        + ", ".join(unfit[:6])
+        + (" ..." if len(unfit) > 6 else "")
+    )
+    fitted = rep.get("fitted_constants", {}).get("sustained_compute_fraction", {})
+    if fitted:
+        shipped = ", ".join(f"{k} {v:g}" for k, v in fitted.get("shipped", {}).items())
+        notes.append(f"fitted constant sustained_compute_fraction (per die): {shipped}")
+    for line in notes:
+        out.print(f"  {line}")
+    if rows:
+        out.print(
+            table(
+                "Rows",
+                ["id", "metric", "published", "predicted", "error", "out-of-sample"],
+                [
+                    (
+                        r["id"],
+                        r["metric"],
+                        f"{r['measured']:.4g}",
+                        f"{r['predicted']:.4g}",
+                        _pct(r["error_pct"], signed=True),
+                        _pct(r["error_out_of_sample_pct"], signed=True),
+                    )
+                    for r in rep["rows"]
+                ],
+                right=(2, 3, 4, 5),
+            )
+        )
+    else:
+        out.print("  per-row errors: --rows; commands and layouts: --json")
+    if rep.get("skipped"):
+        out.print(f"  {len(rep['skipped'])} published rows not posed (reasons: --json)")
+
+
+def show_validation(doc: dict[str, Any], rows: bool = False) -> None:
     out = console()
     for section, rep in doc.items():
-        rows = [
+        if section == "training":
+            show_training_validation(rep, rows)
+            continue
+        if section == "matmul":
+            show_matmul_validation(rep)
+            continue
+        if section == "inference" and "out_of_sample" in rep:
+            show_inference_validation(rep, rows)
+            continue
+        if section == "goodput":
+            show_goodput_validation(rep)
+            continue
+        rows_ = [
             (
                 r["id"],
                 r["metric"],
@@ -31,7 +140,7 @@ def show_validation(doc: dict[str, Any]) -> None:
             table(
                 f"Validation: {section}",
                 ["id", "metric", "published", "predicted", "error"],
-                rows,
+                rows_,
                 caption=caption,
                 right=(2, 3, 4),
             )
@@ -44,3 +153,204 @@ def show_validation(doc: dict[str, Any]) -> None:
                     [(s["id"], s["reason"]) for s in rep["skipped"]],
                 )
             )
+
+
+def _stat_line(label: str, st: dict[str, Any]) -> str:
+    if not st.get("n"):
+        return f"{label}: no rows"
+    return (
+        f"{label}: {st['n']} rows, mean abs error {st['mape_pct']:.1f}%, worst "
+        f"{st['max_abs_error_pct']:.1f}%, bias {st['bias_pct']:+.1f}%"
+    )
+
+
+def show_matmul_validation(rep: dict[str, Any]) -> None:
+    """GEMM shape model against published GEMM TFLOPS: out-of-sample first, in-sample beside."""
+    out = console()
+    rows = [
+        (
+            r["id"],
+            r["accelerator"],
+            r["dtype"],
+            f"{r['m']}x{r['n']}x{r['k']}" + (f" x{r['groups']}" if r["groups"] > 1 else ""),
+            f"{r['measured']:.4g}",
+            f"{r['predicted']:.4g}",
+            f"{r['error_pct']:+.1f}%",
+            "in-sample" if r["in_sample"] else "",
+        )
+        for r in rep["rows"]
+    ]
+    lines = [_stat_line("out of sample", rep)]
+    lines += [_stat_line(f"  {src}", st) for src, st in rep.get("by_source", {}).items()]
+    lines.append(_stat_line("in sample (MAMF rows = the ceiling)", rep["in_sample"]))
+    lines.append(_stat_line("same rows, leave-one-out ceiling", rep["leave_one_out"]))
+    out.print(
+        table(
+            "Validation: matmul (TFLOPS by shape)",
+            ["id", "device", "dtype", "MxNxK", "published", "predicted", "error", ""],
+            rows,
+            caption="\n".join(lines),
+            right=(4, 5, 6),
+        )
+    )
+    if rep.get("skipped"):
+        out.print(
+            table(
+                "Not modelled (matmul)",
+                ["id", "why"],
+                [(s["id"], s["reason"]) for s in rep["skipped"]],
+            )
+        )
+
+
+def show_goodput_validation(rep: dict[str, Any]) -> None:
+    """The goodput section: point rows with their error, range rows met or not."""
+    out = console()
+
+    def published(r: dict[str, Any]) -> str:
+        if r["measured"] is not None:
+            return f"{r['measured']:.4g}"
+        lo, hi = r["published_low"], r["published_high"]
+        return f"[{'' if lo is None else f'{lo:.4g}'}, {'' if hi is None else f'{hi:.4g}'}]"
+
+    def error(r: dict[str, Any]) -> str:
+        if r["within_range"] is not None:
+            return "in range" if r["within_range"] else f"{r['error_pct']:+.1f}% outside"
+        return f"{r['error_pct']:+.1f}%"
+
+    rows = [
+        (
+            r["id"] + (" (in-sample)" if r["in_sample"] else ""),
+            r["metric"],
+            published(r),
+            f"{r['predicted']:.4g}",
+            error(r),
+        )
+        for r in rep["rows"]
+    ]
+    oos = rep["mape_out_of_sample_pct"]
+    caption = (
+        f"{rep['n']} rows ({rep['n_in_sample']} in-sample: a default constant comes from the "
+        f"same source); {rep['ranges_met']}/{rep['ranges']} published ranges met; out-of-sample "
+        f"mean absolute error {'n/a' if oos is None else f'{oos:.1f}%'}; notes: --json"
+    )
+    out.print(
+        table(
+            "Validation: goodput",
+            ["id", "metric", "published", "predicted", "error"],
+            rows,
+            caption=caption,
+            right=(2, 3, 4),
+        )
+    )
+    if rep.get("skipped"):
+        out.print(
+            table(
+                "Not modelled (goodput)",
+                ["id", "why"],
+                [(s["id"], s["reason"]) for s in rep["skipped"]],
+            )
+        )
+
+
+def _group_rows(groups: list[dict[str, Any]], key: str) -> list[tuple[str, ...]]:
+    return [
+        (
+            g[key],
+            str(g["n"]),
+            _pct(g["mape_pct"]),
+            _pct(g["max_abs_error_pct"]),
+            _pct(g["bias_pct"], signed=True),
+            _pct(g["in_sample"]["mape_pct"]),
+            _pct(g["in_sample"]["bias_pct"], signed=True),
+        )
+        for g in groups
+    ]
+
+
+#: Largest out-of-sample errors listed in the text view (all rows: --json).
+WORST_ROWS_SHOWN = 20
+
+
+def show_inference_validation(rep: dict[str, Any], rows: bool = False) -> None:
+    """Out-of-sample first, in-sample beside it: overall, per family, per accelerator."""
+    out = console()
+    oos, ins = rep["out_of_sample"], rep["in_sample"]
+    cols = ["", "n", "MAPE", "max |err|", "bias", "in-sample MAPE", "in-sample bias"]
+    right = (1, 2, 3, 4, 5, 6)
+    overall = [
+        (
+            "all rows",
+            str(oos["n"]),
+            _pct(oos["mape_pct"]),
+            _pct(oos["max_abs_error_pct"]),
+            _pct(oos["bias_pct"], signed=True),
+            _pct(ins["mape_pct"]),
+            _pct(ins["bias_pct"], signed=True),
+        )
+    ]
+    fitted = "; ".join(
+        f"{name} = {f['shipped']} ({'fitted' if f['fitted'] else 'hand-set'}; a fit per "
+        "held-out family would pick "
+        + ", ".join(f"{k} {v}" for k, v in f["fit_without_family"].items())
+        + f", out-of-sample MAPE {_pct(f['diagnostic_out_of_sample_if_fitted']['mape_pct'])})"
+        for name, f in rep.get("fitted", {}).items()
+    )
+    cov = rep.get("interval_coverage_pct")
+    caption = (
+        f"out of sample = {rep.get('cross_validation', 'cross-validated')}; "
+        f"80% interval coverage out of sample: {_pct(cov)}; {fitted}"
+    )
+    out.print(
+        table(
+            "Validation: inference (out of sample; in-sample beside)",
+            cols,
+            overall,
+            caption=caption,
+            right=right,
+        )
+    )
+    for key, title in (("by_family", "family"), ("by_accelerator", "accelerator")):
+        cols[0] = title
+        out.print(
+            table(
+                f"Inference by {title} (out of sample; in-sample beside)",
+                cols,
+                _group_rows(rep[key], title),
+                right=right,
+            )
+        )
+    worst = sorted(rep["rows"], key=lambda r: -abs(r["error_out_of_sample_pct"]))
+    shown = len(worst) if rows else min(WORST_ROWS_SHOWN, len(worst))
+    out.print(
+        table(
+            f"Largest out-of-sample errors ({shown} of {len(worst)}; all: --rows; "
+            "commands: --json)",
+            ["id", "metric", "published", "predicted", "error", "in-sample error"],
+            [
+                (
+                    r["id"],
+                    r["metric"],
+                    f"{r['measured']:.4g}",
+                    f"{r['predicted_out_of_sample']:.4g}",
+                    _pct(r["error_out_of_sample_pct"], signed=True),
+                    _pct(r["error_pct"], signed=True),
+                )
+                for r in worst[:shown]
+            ],
+            right=(2, 3, 4, 5),
+        )
+    )
+    reasons: dict[str, int] = {}
+    for s in rep.get("skipped", []):
+        reason = s["reason"].split(";")[0]
+        reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        out.print(
+            table(
+                f"Not scored (inference): {len(rep['skipped'])} rows",
+                ["rows", "why"],
+                [(str(n), why) for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])],
+                right=(0,),
+            )
+        )

@@ -25,7 +25,7 @@ from flopwise.results._sqlite import (
     retry_locked,
 )
 
-KINDS: tuple[str, ...] = ("matmul", "memory", "comms", "io")
+KINDS: tuple[str, ...] = ("matmul", "memory", "comms", "io", "step")
 STATUSES: tuple[str, ...] = ("complete", "interrupted", "failed")
 
 

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from flopwise.catalog.systems import get_system
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
+from flopwise.plan.efficiency import power_clock_factor
 from flopwise.plan.roofline import Tier, memory_bw_bytes_per_s, tier_for
+from flopwise.units import GIB
 from flopwise.workload.flops import attention_flops_per_token, train_flops_per_token
 from flopwise.workload.memory_bytes import TrainingRecipe
 from flopwise.workload.params import (
@@ -24,7 +26,7 @@ from flopwise.workload.params import (
 )
 from flopwise.workload.spec import ModelSpec
 
-from .constants import sustained_compute_fraction
+from .constants import MEMORY_HEADROOM_FRACTION, fraction_group, sustained_compute_fraction
 from .layout import TrainJob, zero_shard_gpus
 from .recipes import resolve_recipe
 
@@ -47,6 +49,7 @@ class ModelContext:
     peak_flops: float = field(init=False)  # dense peak of the GEMM dtype (MFU denominator)
     capacity_bytes: float | None = field(init=False)
     compute_fraction: float = field(init=False)  # sustained fraction of GEMM/attention rates
+    power_factor: float = field(init=False)  # clock share at a reduced power cap
     # per-layer parameter counts (whole layer, before any split)
     dense_layer_params: float = field(init=False)
     moe_shared_params: float = field(init=False)  # attention + router + shared experts + norms
@@ -67,14 +70,23 @@ class ModelContext:
         if gpn is None and hw.system_id is not None:
             gpn = get_system(hw.system_id).gpus_per_node
         self.gpus_per_node = gpn or max(hw.scaleup_domain, 1)
-        self.domain = max(self.gpus_per_node, hw.scaleup_domain or 1)
+        self.domain = job.scaleup_domain or max(self.gpus_per_node, hw.scaleup_domain or 1)
         self.bw_bytes_s = memory_bw_bytes_per_s(hw)
         self.peak16_flops = hw.peak("bf16") * 1e12
         dtype = "bf16" if job.dtype == "fp16" and "fp16" not in hw.peak_tflops else job.dtype
         self.peak_flops = hw.peak(dtype) * 1e12
         self.capacity_bytes = hw.memory_bytes
         override = job.sustained_compute_fraction
-        self.compute_fraction = override if override else sustained_compute_fraction(hw.id)
+        base = override if override else sustained_compute_fraction(hw.id)
+        # a part capped below the power its die's numbers were measured at clocks lower
+        tdp = hw.accelerator.spec("tdp_w") if hw.accelerator is not None else None
+        self.power_factor = power_clock_factor(tdp, fraction_group(hw.id))
+        self.compute_fraction = base * self.power_factor
+        if hw.step_calibration:
+            # bench step on this device: measured / predicted tokens/s scales every rate the
+            # device's own work runs at (GEMMs, attention, memory-bound ops); not the network
+            self.compute_fraction *= hw.step_calibration
+            self.bw_bytes_s *= hw.step_calibration
         norms = m.norms_per_layer * norm_params(m, m.hidden)
         attn = attention_params(m)
         self.dense_layer_params = attn + mlp_params(m, m.ffn) + norms
@@ -92,12 +104,22 @@ class ModelContext:
         )
         flops = {
             rc: train_flops_per_token(m, job.seq_len, recompute=rc, counts=self.counts)
-            for rc in ("none", "selective", "full")
+            for rc in ("none", "selective", "full", "op")
         }
         self.model_flops_per_token = flops["none"].model
         self.recompute_flops_per_token = {rc: f.recompute for rc, f in flops.items()}
         self.rope = m.learned_positions == 0 and m.model_type not in _ALIBI_OR_LEARNED
         self.caches = {}
+
+    @property
+    def headroom_bytes(self) -> float:
+        """Memory the search leaves free per GPU: the job's headroom, else the default
+        fraction of device memory (constants.MEMORY_HEADROOM_FRACTION)."""
+        if self.job.memory_headroom_gib is not None:
+            return self.job.memory_headroom_gib * GIB
+        if self.capacity_bytes is None:
+            return 0.0
+        return MEMORY_HEADROOM_FRACTION * self.capacity_bytes
 
     def cache(self, name: str) -> dict[tuple[object, ...], object]:
         c = self.caches.get(name)
@@ -132,14 +154,13 @@ class ModelContext:
         if spans:
             stride = max(extent // group, 1)
             per_node = max(1, min(group, self.gpus_per_node // stride))
-            up = tier_for(self.hw, group, spans_nodes=False).bw_gbps
-            tier = Tier(tier.name, min(per_node * tier.bw_gbps, up), tier.alpha_s)
+            tier = tier.scaled(per_node, tier_for(self.hw, group, spans_nodes=False))
         cache[key] = tier
         return tier
 
     def shard_group(self, tp: int, dp: int, cp: int, hsdp: bool) -> int:
         """GPUs that ZeRO shards the training state over (layout.zero_shard_gpus)."""
-        return zero_shard_gpus(tp, dp, cp, hsdp, self.gpus_per_node)
+        return zero_shard_gpus(tp, dp, cp, hsdp, self.domain)
 
     @property
     def layers(self) -> int:

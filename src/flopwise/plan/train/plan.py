@@ -8,10 +8,14 @@ from typing import Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware, Origin
+from flopwise.plan.assumptions import gpus_per_node_fallback, hardware_fallbacks
 from flopwise.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from flopwise.workload.spec import ModelSpec
 
+from .constants import has_calibrated_compute_fraction
 from .context import ModelContext
+from .frameworks import constrain
+from .interval import StepInterval, step_interval
 from .layout import (
     Layout,
     LayoutConstraints,
@@ -92,6 +96,38 @@ class TrainPlan:
         gh, price = self.gpu_hours, self.job.price_per_gpu_hour
         return None if gh is None or price is None else gh * price
 
+    @property
+    def interval(self) -> StepInterval | None:
+        """80% interval on the step time from out-of-sample validation residuals."""
+        from .constants import SUSTAINED_COMPUTE_FRACTION, fraction_group
+
+        validated = fraction_group(self.hardware.id) in SUSTAINED_COMPUTE_FRACTION
+        return step_interval(validated, self.job.framework != "generic", self.model.is_moe)
+
+    def _intervals(self) -> dict[str, Any]:
+        """Every time-derived figure as [lo, hi] (None without an interval or the figure)."""
+        iv = self.interval
+        keys = ("step_time_s", "tokens_per_s", "train_days", "gpu_hours", "cost_usd", "mfu")
+        if iv is None:
+            return {f"{k}_interval": None for k in keys} | {"interval": None}
+        train_s = self.train_s
+
+        def scaled(v: float | None) -> list[float] | None:
+            return None if v is None else [v * iv.lo, v * iv.hi]
+
+        def inverse(v: float) -> list[float]:
+            return [v / iv.hi, v / iv.lo]
+
+        return {
+            "step_time_s_interval": scaled(self.step_time_s),
+            "tokens_per_s_interval": inverse(self.tokens_per_s),
+            "mfu_interval": inverse(self.mfu),
+            "train_days_interval": scaled(None if train_s is None else train_s / SECONDS_PER_DAY),
+            "gpu_hours_interval": scaled(self.gpu_hours),
+            "cost_usd_interval": scaled(self.cost_usd),
+            "interval": iv.to_dict(),
+        }
+
     def to_dict(self) -> dict[str, Any]:
         job, best = self.job, self.best
         train_s = self.train_s
@@ -105,7 +141,7 @@ class TrainPlan:
             "accelerator": self.hardware.id,
             "system": self.hardware.system_id,
             "measured": _by_origin(self.hardware, "measured"),
-            "assumed": _by_origin(self.hardware, "assumed"),
+            "assumed": {**_by_origin(self.hardware, "assumed"), **c.get("assumed", {})},
             "gpus_per_node": c["gpus_per_node"],
             "dtype": job.dtype,
             "recipe": job.recipe_name,
@@ -127,6 +163,8 @@ class TrainPlan:
             "fits": self.fits,
             "memory_per_gpu_gib": best.memory.total / GIB,
             "device_memory_gib": c["device_memory_gib"],
+            "memory_margin_gib": self._margin_gib(),
+            "memory_headroom_gib": c.get("memory_headroom_gib"),
             "memory_breakdown": mem,
             "step_time_s": self.step_time_s,
             "breakdown": best.step.to_dict(),
@@ -141,16 +179,23 @@ class TrainPlan:
             "gpu_hours": self.gpu_hours,
             "price_per_gpu_hour": job.price_per_gpu_hour,
             "cost_usd": self.cost_usd,
+            **self._intervals(),
+            "framework": job.profile.to_dict(),
             "objective": job.objective,
             "search": self._search_dict(),
         }
+
+    def _margin_gib(self) -> float | None:
+        """Device memory left free by the plan's peak (negative: short by that much)."""
+        cap = self.ctx_summary["device_memory_gib"]
+        return None if cap is None else float(cap) - self.best.memory.total / GIB
 
     def _shard_gpus(self, lay: Layout) -> int:
         """GPUs the training state is sharded over (1 without ZeRO)."""
         if lay.zero == 0:
             return 1
-        gpn = int(self.ctx_summary["gpus_per_node"])
-        return zero_shard_gpus(lay.tp, lay.dp, lay.cp, lay.hsdp, gpn)
+        domain = int(self.ctx_summary["scaleup_domain"])
+        return zero_shard_gpus(lay.tp, lay.dp, lay.cp, lay.hsdp, domain)
 
     def _search_dict(self) -> dict[str, Any]:
         o = self.outcome
@@ -174,12 +219,17 @@ def assume_inter_node_bw(hw: Hardware, gbps: float) -> Hardware:
     an assumption: for accelerators the catalog has no node type for, or to override one."""
     if not gbps > 0:
         raise FlopwiseError(f"--inter-node-gbps must be positive, got {gbps}")
-    origins = dict(hw.origins)
+    origins = {k: v for k, v in hw.origins.items() if not k.startswith("busbw_gbps:inter:")}
     origins["inter_bw_per_gpu_gbps"] = Origin(
         "assumed", f"--inter-node-gbps {gbps:g} (per-GPU scale-out GB/s given by the user)"
     )
+    by_op = {k: v for k, v in hw.busbw_by_op.items() if not k.startswith("inter:")}
     return replace(
-        hw, inter_bw_per_gpu_gbps=gbps, inter_busbw_gbps=None, origins=MappingProxyType(origins)
+        hw,
+        inter_bw_per_gpu_gbps=gbps,
+        inter_busbw_gbps=None,
+        busbw_by_op=MappingProxyType(by_op),
+        origins=MappingProxyType(origins),
     )
 
 
@@ -189,11 +239,7 @@ def _by_origin(hw: Hardware, kind: str) -> dict[str, Any]:
     for name, origin in hw.origins.items():
         if origin.kind != kind:
             continue
-        if name.startswith("matmul_tflops:"):
-            value = hw.matmul_tflops.get(name.split(":", 1)[1])
-        else:
-            value = getattr(hw, name, None)
-        out[name] = {"value": value, "source": origin.detail}
+        out[name] = {"value": hw.value_of(name), "source": origin.detail}
     return out
 
 
@@ -205,14 +251,35 @@ def _cand_dict(c: Candidate) -> dict[str, Any]:
     }
 
 
+def _assumed(ctx: ModelContext) -> dict[str, Any]:
+    """The fallbacks this plan rests on (plan/assumptions.py), by name."""
+    dtype = (
+        "bf16" if ctx.job.dtype == "fp16" and "fp16" not in ctx.hw.peak_tflops else ctx.job.dtype
+    )
+    out = hardware_fallbacks(ctx.hw, dtype)
+    out.update(gpus_per_node_fallback(ctx.hw, ctx.gpus_per_node, ctx.job.gpus_per_node is not None))
+    if ctx.job.sustained_compute_fraction is None and not has_calibrated_compute_fraction(
+        ctx.hw.id
+    ):
+        out["sustained_compute_fraction"] = {
+            "value": ctx.compute_fraction,
+            "source": f"no validated training runs on {ctx.hw.id}'s die: the fraction fitted "
+            "over all published runs (plan/train/constants.py "
+            "SUSTAINED_COMPUTE_FRACTION_DEFAULT)",
+        }
+    return out
+
+
 def _summary(ctx: ModelContext) -> dict[str, Any]:
     return {
+        "assumed": _assumed(ctx),
         "params": ctx.counts.total,
         "active_params": ctx.counts.active,
         "model_flops_per_token": ctx.model_flops_per_token,
         "recompute_flops_per_token": dict(ctx.recompute_flops_per_token),
         "peak_tflops": ctx.peak_flops / 1e12,
         "gpus_per_node": ctx.gpus_per_node,
+        "scaleup_domain": ctx.domain,
         "device_memory_gib": None if ctx.capacity_bytes is None else ctx.capacity_bytes / GIB,
     }
 
@@ -229,6 +296,9 @@ def plan_training(
     what would make the job fit (more GPUs, ZeRO-3, recompute, dropped constraints).
     """
     cons = constraints or LayoutConstraints()
+    extra = constrain(job.profile, cons.given())
+    if extra:
+        cons = replace(cons, **extra)
     if job.seq_len > model.max_seq_len:
         raise FlopwiseError(
             f"sequence length {job.seq_len} exceeds {model.name}'s context of "
@@ -245,8 +315,11 @@ def plan_training(
         lay = _fixed_layout(cons)
         if (p := layout_problem(model, job, lay)) is not None:
             raise FlopwiseError(p)
-    outcome = search(ctx, cons)
+    # headroom is the search's policy for layouts nobody ran; a layout the user fixed
+    # completely (a published one, one they run today) is judged against device capacity
+    outcome = search(ctx, cons, headroom=not all_fixed)
     summary = _summary(ctx)
+    summary["memory_headroom_gib"] = 0.0 if all_fixed else ctx.headroom_bytes / GIB
     if outcome.top:
         return TrainPlan(
             model,
@@ -260,7 +333,9 @@ def plan_training(
         )
     if outcome.leanest is None:
         raise FlopwiseError(_no_layout_reason(model, job, cons))
-    why, what = _explain_no_fit(model, hardware, job, cons, outcome)
+    why, what = _explain_no_fit(
+        model, hardware, job, cons, outcome, float(summary["memory_headroom_gib"])
+    )
     return TrainPlan(
         model,
         hardware,
@@ -333,12 +408,14 @@ def _explain_no_fit(
     job: TrainJob,
     cons: LayoutConstraints,
     outcome: SearchOutcome,
+    headroom: float = 0.0,
 ) -> tuple[str, list[str]]:
     lean = outcome.leanest
     assert lean is not None
     cap = (hw.memory_bytes or 0) / GIB
+    room = f" with {headroom:.1f} GiB headroom (--memory-headroom)" if headroom else ""
     why = (
-        f"no layout fits in {cap:.1f} GiB per GPU; the leanest needs "
+        f"no layout fits in {cap:.1f} GiB per GPU{room}; the leanest needs "
         f"{lean.memory.total / GIB:.1f} GiB (training state "
         f"{(lean.memory.weights + lean.memory.grads + lean.memory.master + lean.memory.optimizer) / GIB:.1f} GiB)"
     )

@@ -83,6 +83,9 @@
     ["MFU", function (r) { return r.mfu; }, "p"],
     ["days", function (r) { return r.train_days; }, "n"],
     ["cost", function (r) { return r.cost_usd; }, "$"],
+    ["goodput", function (r) { return r.goodput_fraction; }, "p"],
+    ["eff. days", function (r) { return r.effective_train_days; }, "n"],
+    ["eff. cost", function (r) { return r.effective_cost_usd; }, "$"],
     ["$/GPU-h", function (r) { return r.price_per_gpu_hour; }, "n", 2],
     ["price as of", function (r) { return r.price_as_of || r.price_kind; }, null],
     ["GiB/GPU", function (r) { return r.memory_per_gpu_gib; }, "n"],
@@ -248,8 +251,9 @@
     var pad = function (e, log) { return log ? [e[0] / 1.3, e[1] * 1.3] : [Math.max(0, e[0] - (e[1] - e[0]) * 0.08 - e[0] * 0.05), e[1] + (e[1] - e[0]) * 0.08 + e[1] * 0.05]; };
     xe = pad(xe, xlog); ye = pad(ye, ylog);
     var x = scale(xe[0], xe[1], box.l, box.r, xlog), y = scale(ye[0], ye[1], box.b, box.t, ylog);
-    var xl = TRAIN ? "training time, days" : "end-to-end latency, s";
-    var yl = TRAIN ? "total cost, USD" : "USD per million output tokens";
+    var eff = tk.indexOf("effective") === 0 ? "effective " : "";
+    var xl = TRAIN ? eff + "training time, days" : "end-to-end latency, s";
+    var yl = TRAIN ? eff + "total cost, USD" : "USD per million output tokens";
     axes(root, x, y, ticks(xe[0], xe[1], xlog), ticks(ye[0], ye[1], ylog), box, xl, yl);
     var front = pts.filter(function (r) { return r.pareto; }).sort(function (a, b) { return a[tk] - b[tk]; });
     if (front.length > 1) {

@@ -85,11 +85,14 @@ def test_check_json_answers_when_a_rank_hangs_before_the_group_exists(
     assert "Traceback" not in runs[0].stderr
 
 
-def test_unreachable_rendezvous_fails_within_the_timeout() -> None:
+def test_unreachable_rendezvous_fails_within_the_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     """Item 11: nothing listens at MASTER_ADDR:MASTER_PORT; TCPStore's own retry used to take
     about twice the timeout."""
     from flopwise.bench import dist
     from flopwise.errors import FlopwiseError
+
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.setenv(name, "0")  # dist.start sets these; restored after the test
 
     env = dist.DistEnv(rank=1, world_size=2, local_rank=1, master_addr="127.0.0.1",
                        master_port=free_port(), launcher="env", node_key="n")  # fmt: skip

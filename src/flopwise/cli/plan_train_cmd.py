@@ -10,15 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flopwise.cli._args import (
-    add_db,
-    add_json,
-    fraction,
-    non_negative_float,
-    positive_int,
-    tokens,
-    typed,
-)
+from flopwise.cli.job_args import add_job_args, job_command
 
 #: Default global batch when none is given: 4Mi tokens (Llama 2's 4M-token batch).
 DEFAULT_BATCH_TOKENS = 4 * 2**20
@@ -32,144 +24,8 @@ def register(psub: Any) -> None:
         "left out is searched), then report memory and step-time breakdowns, MFU, days, "
         "GPU-hours and cost. Exit 1 when nothing fits.",
     )
-    t.add_argument(
-        "model", metavar="MODEL", help="catalog id, alias, HF repo name or config.json path"
-    )
-    t.add_argument(
-        "--accelerator",
-        "-a",
-        required=True,
-        metavar="ID",
-        help="accelerator id or alias (see flopwise catalog accelerators)",
-    )
-    t.add_argument(
-        "--gpus", type=positive_int, required=True, metavar="N", help="number of accelerators"
-    )
-    t.add_argument(
-        "--tokens",
-        type=typed(tokens),
-        required=True,
-        metavar="N",
-        help="training tokens: 15T, 300B, 2e12",
-    )
-    t.add_argument(
-        "--seq-len",
-        type=positive_int,
-        metavar="N",
-        help="sequence length (default: min(context, 4096))",
-    )
-    batch = t.add_mutually_exclusive_group()
-    batch.add_argument(
-        "--global-batch-seqs", type=positive_int, metavar="N", help="sequences per optimizer step"
-    )
-    batch.add_argument(
-        "--global-batch-tokens",
-        type=typed(tokens),
-        metavar="N",
-        help="tokens per optimizer step (default 4Mi), e.g. 4M, 16M",
-    )
-    t.add_argument(
-        "--dtype",
-        default="bf16",
-        choices=("bf16", "fp16", "fp8"),
-        help="GEMM dtype (default bf16; fp8 needs an accelerator with fp8)",
-    )
-    t.add_argument(
-        "--recipe",
-        metavar="NAME",
-        help="training-state recipe (default bf16-adam, fp8-adam for --dtype fp8)",
-    )
-    t.add_argument("--system", metavar="ID", help="node type (see flopwise catalog systems)")
-    t.add_argument(
-        "--inter-node-gbps",
-        type=typed(non_negative_float),
-        metavar="X",
-        help="assume this per-GPU scale-out bandwidth (GB/s, one direction) between nodes; "
-        "for accelerators without a node type in the catalog (labelled as assumed)",
-    )
-    t.add_argument(
-        "--gpus-per-node",
-        type=positive_int,
-        metavar="N",
-        help="GPUs per node (default: the system's)",
-    )
-    g = t.add_argument_group("layout (any left out is searched)")
-    for name, help_ in (
-        ("tp", "tensor-parallel degree"),
-        ("pp", "pipeline-parallel degree"),
-        ("dp", "data-parallel degree"),
-        ("cp", "context-parallel degree"),
-        ("ep", "expert-parallel degree (MoE)"),
-        ("vpp", "virtual pipeline stages per GPU (interleaved 1F1B)"),
-        ("microbatch", "sequences per microbatch"),
-    ):
-        g.add_argument(f"--{name}", type=positive_int, metavar="N", help=help_)
-    g.add_argument(
-        "--recompute", choices=("none", "selective", "full"), help="activation recompute"
-    )
-    g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), help="ZeRO stage over DP (x CP)")
-    g.add_argument(
-        "--hsdp",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="hybrid sharding: ZeRO-3 inside each node, replicas across nodes (FSDP "
-        "HYBRID_SHARD; implies --zero 3)",
-    )
-    g.add_argument(
-        "--sequence-parallel",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="shard norms/residuals over TP (Korthikanti et al. 2022)",
-    )
-    t.add_argument(
-        "--attention",
-        choices=("flash", "flash2", "unfused"),
-        default="flash",
-        help="attention kernel (default: the best fused kernel for the accelerator)",
-    )
-    t.add_argument(
-        "--tp-comm-overlap",
-        action="store_true",
-        help="TP collectives overlap GEMMs (Transformer Engine userbuffers)",
-    )
-    t.add_argument(
-        "--pp-comm-overlap",
-        action="store_true",
-        help="pipeline sends overlap compute (Megatron-Core overlap_p2p_comm)",
-    )
-    t.add_argument(
-        "--ep-comm-overlap",
-        action="store_true",
-        help="expert all-to-alls overlap another microbatch's compute (DeepSeek DualPipe)",
-    )
-    t.add_argument(
-        "--objective",
-        choices=("time", "cost"),
-        default="time",
-        help="rank layouts by step time, or by GPU-hours (may use fewer GPUs)",
-    )
-    t.add_argument(
-        "--mfu",
-        type=typed(fraction),
-        metavar="X",
-        help="skip the model: first-order estimate at this assumed MFU",
-    )
-    t.add_argument(
-        "--price-per-gpu-hour",
-        type=typed(non_negative_float),
-        metavar="USD",
-        help="price per GPU-hour for the cost",
-    )
-    t.add_argument(
-        "--measured",
-        nargs="?",
-        const="latest",
-        metavar="ID|latest",
-        help="use stored benchmark results for this accelerator",
-    )
-    add_db(t)
-    add_json(t)
-    t.set_defaults(func=run_train)
+    add_job_args(t, "train", "plan")
+    t.set_defaults(func=job_command(run_train))
 
 
 def run_train(args: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ LAYOUT_KEYS: tuple[str, ...] = (
     "recompute",
     "zero",
     "sequence_parallel",
+    "hsdp",
 )
 
 
@@ -46,6 +47,8 @@ class CompareTrainJob:
     tp_comm_overlap: bool = False
     pp_comm_overlap: bool = False
     ep_comm_overlap: bool = False
+    objective: str = "time"
+    gpus_per_node: int | None = None  # default: the node type's
     mfu: float | None = None
     layout: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -81,6 +84,8 @@ class CompareTrainJob:
             "tp_comm_overlap": self.tp_comm_overlap,
             "pp_comm_overlap": self.pp_comm_overlap,
             "ep_comm_overlap": self.ep_comm_overlap,
+            "objective": self.objective,
+            "gpus_per_node": self.gpus_per_node,
             "mfu": self.mfu,
             "layout": dict(self.layout),
         }
@@ -104,6 +109,23 @@ class CompareInferJob:
     engine: str = "generic"
     tp: int | None = None
     pp: int = 1
+    #: With a latency target each offer runs at its largest batch within it (batch is ignored).
+    target_tpot_ms: float | None = None
+    target_ttft_ms: float | None = None
+
+    @property
+    def batch_rule(self) -> str:
+        """How every row's batch was chosen, stated in the output."""
+        targets = [
+            f"{name} <= {value:g} ms"
+            for name, value in (("TPOT", self.target_tpot_ms), ("TTFT", self.target_ttft_ms))
+            if value is not None
+        ]
+        if targets:
+            return "each offer at its largest batch per replica with " + " and ".join(targets)
+        if self.batch is None:
+            return "each offer at its own largest batch that fits (--batch max): batches differ"
+        return f"every offer at the same batch per replica: {self.batch}"
 
     def __post_init__(self) -> None:
         for name in ("input_len", "output_len", "pp"):
@@ -114,6 +136,10 @@ class CompareInferJob:
             raise FlopwiseError(f"--batch must be at least 1 or 'max', got {self.batch}")
         if self.tp is not None and self.tp < 1:
             raise FlopwiseError(f"--tp must be at least 1, got {self.tp}")
+        for name in ("target_tpot_ms", "target_ttft_ms"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise FlopwiseError(f"--{name.replace('_', '-')} must be positive, got {value}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -127,4 +153,7 @@ class CompareInferJob:
             "engine": self.engine,
             "tp": self.tp,
             "pp": self.pp,
+            "target_tpot_ms": self.target_tpot_ms,
+            "target_ttft_ms": self.target_ttft_ms,
+            "batch_rule": self.batch_rule,
         }

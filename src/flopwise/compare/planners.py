@@ -53,6 +53,8 @@ def train_estimate(
             tp_comm_overlap=job.tp_comm_overlap,
             pp_comm_overlap=job.pp_comm_overlap,
             ep_comm_overlap=job.ep_comm_overlap,
+            objective=job.objective,
+            gpus_per_node=job.gpus_per_node,
         ),
         LayoutConstraints(**job.layout),
     ).to_dict()

@@ -1,0 +1,657 @@
+"""The job flags, defined once for every front door, and job files (``--config job.toml``).
+
+Every job flag of ``plan train|infer``, ``compare train|infer`` and ``report train|infer`` is one
+:class:`JobFlag` in :data:`JOB_FLAGS`. :func:`add_job_args` adds the flags of a kind (``train``
+or ``infer``) to a parser for a front door (``plan`` or ``compare``; ``report`` is ``compare``
+with ``--out``). A job file is TOML whose keys are the long flag names (``seq-len`` or
+``seq_len``); values on the command line override the file, and the file overrides the defaults.
+
+To add a job flag everywhere (every front door and job files): append one ``JobFlag`` to
+``JOB_FLAGS`` (or call :func:`register_flag` from your own module before the parser is built),
+stating its kinds and, if it is not meaningful on every front door, its doors. Its value arrives
+on ``args`` under the flag's dest (``--memory-headroom`` -> ``args.memory_headroom``).
+
+Argparse defaults are all None so that "not given" is visible; the flag's own default is applied
+after the file is merged (:func:`resolve_job`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flopwise.cli._args import (
+    _positive_int,
+    add_db,
+    add_json,
+    fraction,
+    non_negative_float,
+    tokens,
+    typed,
+)
+from flopwise.errors import FlopwiseError
+
+KINDS = ("train", "infer")
+DOORS = ("plan", "compare")
+
+#: GEMM dtypes a training plan accepts (the planner refuses those the hardware lacks).
+TRAIN_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "mxfp8")
+#: Weight dtypes of an inference plan (fp4 family: Blackwell-class hardware only).
+WEIGHT_DTYPES: tuple[str, ...] = (
+    "bf16",
+    "fp16",
+    "fp8",
+    "mxfp8",
+    "int8",
+    "int4",
+    "fp4",
+    "nvfp4",
+    "mxfp4",
+)
+KV_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "int8")
+ACTIVATION_DTYPES: tuple[str, ...] = (
+    "bf16",
+    "fp16",
+    "fp8",
+    "mxfp8",
+    "int8",
+    "fp32",
+    "fp4",
+    "nvfp4",
+    "mxfp4",
+)
+
+BOOL = "bool"  # --x / --no-x, None when not given
+FLAG = "flag"  # --x only (store_true), None when not given
+
+
+def _batch(text: str) -> str | int:
+    if text.strip().lower() == "max":
+        return "max"
+    from flopwise.units import parse_positive_int
+
+    return parse_positive_int(text, "--batch (a positive integer or 'max')")
+
+
+def _acceptance(text: str) -> float:
+    value = non_negative_float(text)
+    if value >= 1:
+        raise FlopwiseError(f"{text!r} must be a fraction in [0, 1), e.g. 0.7")
+    return value
+
+
+def _measured(text: str) -> str:
+    return text.strip()
+
+
+@dataclass(frozen=True, slots=True)
+class JobFlag:
+    """One job flag: how it parses, its default, and where it applies."""
+
+    name: str  # long flag without dashes, e.g. "seq-len"; also the job-file key
+    help: str
+    kinds: tuple[str, ...] = KINDS
+    doors: tuple[str, ...] = DOORS
+    parse: Callable[[str], Any] | None = None  # raises FlopwiseError on bad text
+    choices: tuple[Any, ...] | None = None
+    default: Any = None
+    required: bool = False
+    action: str | None = None  # BOOL, FLAG or None (a value)
+    metavar: str | None = None
+    short: str | None = None
+    group: str | None = None  # argparse group title
+    exclusive: str | None = None  # flags sharing this name may not be combined
+    const: Any = None  # value when given without an argument (nargs='?')
+
+    @property
+    def dest(self) -> str:
+        return self.name.replace("-", "_")
+
+    def applies(self, kind: str, door: str) -> bool:
+        return kind in self.kinds and door in self.doors
+
+
+_LAYOUT = "layout (any left out is searched)"
+_WHERE = "where to run (compare and report)"
+_T, _I = ("train",), ("infer",)
+_PLAN, _CMP = ("plan",), ("compare",)
+
+#: Every job flag of every front door, in --help order. Append here to add one everywhere.
+JOB_FLAGS: list[JobFlag] = [
+    # --- the hardware of a plan (in compare: narrows the candidates) ---
+    JobFlag(
+        "accelerator",
+        "accelerator id or alias (see flopwise catalog accelerators); plan: required; compare: "
+        "only this accelerator's offers, or its catalog node type at --price-per-gpu-hour",
+        short="-a",
+        metavar="ID",
+    ),
+    JobFlag("system", "node type (see flopwise catalog systems)", metavar="ID"),
+    JobFlag(
+        "measured",
+        "use stored benchmark results: a result id or latest (compare: latest)",
+        parse=_measured,
+        const="latest",
+        metavar="ID|latest",
+    ),
+    JobFlag(
+        "price-per-gpu-hour",
+        "price per GPU-hour for the cost (compare: prices --accelerator(s); offers carry "
+        "their own prices)",
+        parse=non_negative_float,
+        metavar="USD",
+    ),
+    # --- training ---
+    JobFlag(
+        "gpus", "number of accelerators", kinds=_T, parse=_positive_int, required=True, metavar="N"
+    ),
+    JobFlag(
+        "gpus",
+        "total GPUs (replicas = N/(tp*pp))",
+        kinds=_I,
+        doors=_PLAN,
+        parse=_positive_int,
+        metavar="N",
+    ),
+    JobFlag(
+        "tokens",
+        "training tokens: 15T, 300B, 2e12",
+        kinds=_T,
+        parse=tokens,
+        required=True,
+        metavar="N",
+    ),
+    JobFlag(
+        "seq-len",
+        "sequence length (default: min(context, 4096))",
+        kinds=_T,
+        parse=_positive_int,
+        metavar="N",
+    ),
+    JobFlag(
+        "global-batch-seqs",
+        "sequences per optimizer step",
+        kinds=_T,
+        parse=_positive_int,
+        metavar="N",
+        exclusive="global batch",
+    ),
+    JobFlag(
+        "global-batch-tokens",
+        "tokens per optimizer step (default 4Mi), e.g. 4M, 16M",
+        kinds=_T,
+        parse=tokens,
+        metavar="N",
+        exclusive="global batch",
+    ),
+    JobFlag(
+        "dtype",
+        "GEMM dtype (default bf16; fp8/mxfp8 need an accelerator with them)",
+        kinds=_T,
+        choices=TRAIN_DTYPES,
+        default="bf16",
+    ),
+    JobFlag(
+        "recipe",
+        "training-state recipe (default bf16-adam, fp8-adam for --dtype fp8)",
+        kinds=_T,
+        metavar="NAME",
+    ),
+    JobFlag(
+        "inter-node-gbps",
+        "assume this per-GPU scale-out bandwidth (GB/s, one direction) between nodes; for "
+        "accelerators without a node type in the catalog (labelled as assumed)",
+        kinds=_T,
+        parse=non_negative_float,
+        metavar="X",
+    ),
+    JobFlag(
+        "gpus-per-node",
+        "GPUs per node (default: the system's)",
+        kinds=_T,
+        parse=_positive_int,
+        metavar="N",
+    ),
+    *(
+        JobFlag(name, help_, kinds=_T, parse=_positive_int, metavar="N", group=_LAYOUT)
+        for name, help_ in (
+            ("tp", "tensor-parallel degree"),
+            ("pp", "pipeline-parallel degree"),
+            ("dp", "data-parallel degree"),
+            ("cp", "context-parallel degree"),
+            ("ep", "expert-parallel degree (MoE)"),
+            ("vpp", "virtual pipeline stages per GPU (interleaved 1F1B)"),
+            ("microbatch", "sequences per microbatch"),
+        )
+    ),
+    JobFlag(
+        "recompute",
+        "activation recompute",
+        kinds=_T,
+        choices=("none", "selective", "full"),
+        group=_LAYOUT,
+    ),
+    JobFlag(
+        "zero",
+        "ZeRO stage over DP (x CP)",
+        kinds=_T,
+        parse=int,
+        choices=(0, 1, 2, 3),
+        group=_LAYOUT,
+    ),
+    JobFlag(
+        "hsdp",
+        "hybrid sharding: ZeRO-3 inside each node, replicas across nodes (FSDP "
+        "HYBRID_SHARD; implies --zero 3)",
+        kinds=_T,
+        action=BOOL,
+        group=_LAYOUT,
+    ),
+    JobFlag(
+        "sequence-parallel",
+        "shard norms/residuals over TP (Korthikanti et al. 2022)",
+        kinds=_T,
+        action=BOOL,
+        group=_LAYOUT,
+    ),
+    JobFlag(
+        "attention",
+        "attention kernel (default: the best fused kernel)",
+        kinds=_T,
+        choices=("flash", "flash2", "unfused"),
+        default="flash",
+    ),
+    JobFlag(
+        "tp-comm-overlap",
+        "TP collectives overlap GEMMs (Transformer Engine userbuffers)",
+        kinds=_T,
+        action=FLAG,
+        default=False,
+    ),
+    JobFlag(
+        "pp-comm-overlap",
+        "pipeline sends overlap compute (Megatron-Core overlap_p2p_comm)",
+        kinds=_T,
+        action=FLAG,
+        default=False,
+    ),
+    JobFlag(
+        "ep-comm-overlap",
+        "expert all-to-alls overlap another microbatch's compute (DeepSeek DualPipe)",
+        kinds=_T,
+        action=FLAG,
+        default=False,
+    ),
+    JobFlag(
+        "objective",
+        "rank layouts by step time, or by GPU-hours (may use fewer GPUs)",
+        kinds=_T,
+        choices=("time", "cost"),
+        default="time",
+    ),
+    JobFlag(
+        "mfu",
+        "skip the model: first-order estimate at this assumed MFU",
+        kinds=_T,
+        parse=fraction,
+        metavar="X",
+    ),
+    # --- inference ---
+    JobFlag(
+        "tp",
+        "tensor-parallel degree of a replica (default: the smallest that fits)",
+        kinds=_I,
+        parse=_positive_int,
+        metavar="N",
+    ),
+    JobFlag("pp", "pipeline-parallel degree", kinds=_I, parse=_positive_int, metavar="N"),
+    JobFlag(
+        "batch",
+        "static batch per replica, or 'max' for steady-state continuous batching (default 1)",
+        kinds=_I,
+        parse=_batch,
+        default=1,
+        metavar="N|max",
+    ),
+    JobFlag(
+        "input-len",
+        "prompt tokens (default 1024)",
+        kinds=_I,
+        parse=_positive_int,
+        default=1024,
+        metavar="N",
+    ),
+    JobFlag(
+        "output-len",
+        "output tokens (default 256)",
+        kinds=_I,
+        parse=_positive_int,
+        default=256,
+        metavar="N",
+    ),
+    JobFlag(
+        "weight-dtype",
+        "weight dtype (fp4/nvfp4/mxfp4/mxfp8: Blackwell-class only)",
+        kinds=_I,
+        choices=WEIGHT_DTYPES,
+        default="bf16",
+    ),
+    JobFlag("kv-dtype", "KV-cache dtype (default 16-bit)", kinds=_I, choices=KV_DTYPES),
+    JobFlag(
+        "activation-dtype",
+        "GEMM input dtype (default: fp8 with fp8 weights on fp8 hardware, else 16-bit "
+        "weight-only); int8 = SmoothQuant-style W8A8",
+        kinds=_I,
+        choices=ACTIVATION_DTYPES,
+    ),
+    JobFlag(
+        "engine",
+        "engine class for overhead constants: generic, tensorrt-llm, vllm, sglang",
+        kinds=_I,
+        default="generic",
+        metavar="NAME",
+    ),
+    JobFlag(
+        "sweep",
+        "latency/throughput over batch sizes",
+        kinds=_I,
+        doors=_PLAN,
+        action=FLAG,
+        default=False,
+        exclusive="mode",
+    ),
+    JobFlag(
+        "target-tpot-ms",
+        "plan: bandwidth and GPUs needed for this time per output token; compare: each "
+        "offer at its largest batch within this TPOT",
+        kinds=_I,
+        parse=non_negative_float,
+        metavar="MS",
+        exclusive="mode",
+    ),
+    JobFlag(
+        "target-ttft-ms",
+        "compare: each offer at its largest batch within this time to first token",
+        kinds=_I,
+        doors=_CMP,
+        parse=non_negative_float,
+        metavar="MS",
+    ),
+    JobFlag(
+        "draft", "draft model for speculative decoding", kinds=_I, doors=_PLAN, metavar="MODEL"
+    ),
+    JobFlag(
+        "acceptance",
+        "draft acceptance rate (default 0.7)",
+        kinds=_I,
+        doors=_PLAN,
+        parse=_acceptance,
+        default=0.7,
+        metavar="A",
+    ),
+    JobFlag(
+        "draft-tokens",
+        "draft tokens per step (default 4)",
+        kinds=_I,
+        doors=_PLAN,
+        parse=_positive_int,
+        default=4,
+        metavar="K",
+    ),
+    # --- which candidates (compare and report) ---
+    JobFlag(
+        "accelerators",
+        "compare these accelerators (or system ids) on their catalog node "
+        "types instead of offers; priced by --price-per-gpu-hour or the cheapest catalog "
+        "offer",
+        doors=_CMP,
+        parse=lambda t: _csv_list(t),
+        metavar="A,B,...",
+    ),
+    JobFlag(
+        "provider",
+        "only offers of these providers",
+        doors=_CMP,
+        parse=lambda t: _csv_list(t),
+        metavar="A,B",
+    ),
+    JobFlag(
+        "max-price",
+        "only offers at most this many dollars per instance-hour",
+        doors=_CMP,
+        parse=non_negative_float,
+        metavar="USD",
+    ),
+    JobFlag(
+        "spot",
+        "price offers at their published spot price (offers without one are left out)",
+        doors=_CMP,
+        action=FLAG,
+        default=False,
+    ),
+    JobFlag(
+        "sort", "row order (default: cost)", doors=_CMP, choices=("cost", "time"), default="cost"
+    ),
+]
+
+
+def _csv_list(text: str | list[Any]) -> list[str]:
+    if isinstance(text, list):
+        return [str(t).strip() for t in text if str(t).strip()]
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def register_flag(flag: JobFlag) -> None:
+    """Add a job flag to every front door of its kinds and to job files (call before parsing)."""
+    if any(f.name == flag.name and set(f.kinds) & set(flag.kinds) for f in JOB_FLAGS):
+        raise ValueError(f"job flag --{flag.name} is already defined")
+    JOB_FLAGS.append(flag)
+
+
+def flags_for(kind: str, door: str) -> list[JobFlag]:
+    return [f for f in JOB_FLAGS if f.applies(kind, door)]
+
+
+def _known_names(kind: str) -> set[str]:
+    return {f.name for f in JOB_FLAGS if kind in f.kinds}
+
+
+def add_job_args(p: argparse.ArgumentParser, kind: str, door: str) -> None:
+    """The MODEL argument, --config/--print-config, every job flag of `kind` for `door`, --json
+    and --db. Call :func:`resolve_job` (or wrap the handler in :func:`job_command`) to merge."""
+    p.add_argument(
+        "model",
+        metavar="MODEL",
+        nargs="?",
+        help="catalog id, alias, HF repo name (org/name) or config.json path (or `model` in "
+        "--config)",
+    )
+    p.add_argument(
+        "--config",
+        metavar="JOB.toml",
+        help="job file: TOML whose keys are these long flag names; flags given override it",
+    )
+    p.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the resolved job as TOML (a job file) and exit",
+    )
+    groups: dict[str, Any] = {}
+    exclusive: dict[str, Any] = {}
+    for f in flags_for(kind, door):
+        target: Any = p
+        if f.group:
+            if f.group not in groups:
+                groups[f.group] = p.add_argument_group(f.group)
+            target = groups[f.group]
+        if f.exclusive:
+            if f.exclusive not in exclusive:
+                exclusive[f.exclusive] = target.add_mutually_exclusive_group()
+            target = exclusive[f.exclusive]
+        names = [f"--{f.name}", *([f.short] if f.short else [])]
+        help_ = f.help + (" [required]" if f.required else "")
+        kw: dict[str, Any] = {"dest": f.dest, "default": None, "help": help_}
+        if f.action == BOOL:
+            kw["action"] = argparse.BooleanOptionalAction
+        elif f.action == FLAG:
+            kw["action"] = "store_const"
+            kw["const"] = True
+        else:
+            if f.parse is not None:
+                kw["type"] = typed(f.parse)
+            if f.choices is not None:
+                kw["choices"] = f.choices
+            if f.metavar:
+                kw["metavar"] = f.metavar
+            if f.const is not None:
+                kw["nargs"] = "?"
+                kw["const"] = f.const
+        target.add_argument(*names, **kw)
+    p.set_defaults(job_kind=kind, job_door=door)
+    add_db(p)
+    add_json(p)
+
+
+def load_job_file(path: str) -> dict[str, Any]:
+    """Read a TOML job file into {flag name: value} (keys normalised to '-')."""
+    import tomllib
+
+    file = Path(path)
+    if not file.is_file():
+        raise FlopwiseError(f"--config {path!r}: no such file")
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise FlopwiseError(f"--config {path!r} is not valid TOML: {exc}") from None
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            raise FlopwiseError(
+                f"--config {path!r}: [{key}] tables are not job keys; write flat `name = value` "
+                "lines"
+            )
+        out[key.replace("_", "-")] = value
+    return out
+
+
+def _from_file(f: JobFlag, value: Any, path: str) -> Any:
+    where = f"--config {path!r}: {f.name}"
+    if f.action in (BOOL, FLAG):
+        if not isinstance(value, bool):
+            raise FlopwiseError(f"{where} = {value!r} must be true or false")
+        return value
+    if isinstance(value, bool):
+        raise FlopwiseError(f"{where} = {value!r}: not a true/false option")
+    if isinstance(value, list) and f.name in ("accelerators", "provider"):
+        return _csv_list(value)
+    text = (
+        value if isinstance(value, str) else repr(value) if isinstance(value, float) else str(value)
+    )
+    try:
+        parsed = f.parse(text) if f.parse is not None else text
+    except (FlopwiseError, ValueError) as exc:
+        raise FlopwiseError(f"{where} = {value!r}: {exc}") from None
+    if f.choices is not None and parsed not in f.choices:
+        valid = ", ".join(str(c) for c in f.choices)
+        raise FlopwiseError(f"{where} = {value!r}; valid: {valid}")
+    return parsed
+
+
+def resolve_job(args: argparse.Namespace) -> dict[str, Any]:
+    """Merge flags over the job file over the defaults into `args`; return the resolved job
+    ({flag name: value}, unset values left out)."""
+    kind, door = args.job_kind, args.job_door
+    mine = {f.name: f for f in flags_for(kind, door)}
+    file_values: dict[str, Any] = {}
+    if getattr(args, "config", None):
+        raw = load_job_file(args.config)
+        known = _known_names(kind) | {"model"}
+        ignored = []
+        for key, value in raw.items():
+            if key == "model":
+                file_values[key] = str(value)
+            elif key in mine:
+                file_values[key] = _from_file(mine[key], value, args.config)
+            elif key in known:
+                ignored.append(key)
+            else:
+                raise FlopwiseError(
+                    f"--config {args.config!r}: unknown key {key!r}; valid for {kind} jobs: "
+                    f"{', '.join(sorted(known))}"
+                )
+        if ignored:
+            sys.stderr.write(
+                f"flopwise: note: {door} {kind} ignores {', '.join(ignored)} from "
+                f"{args.config} (used by another front door)\n"
+            )
+    if args.model is None:
+        args.model = file_values.get("model")
+    if not args.model:
+        raise FlopwiseError("MODEL is required (as an argument or `model = ...` in --config)")
+    resolved: dict[str, Any] = {"model": args.model}
+    for name, f in mine.items():
+        value = getattr(args, f.dest)
+        if value is None:
+            value = file_values.get(name, f.default)
+        setattr(args, f.dest, value)
+        if value is not None:
+            resolved[name] = value
+    for name, f in mine.items():
+        if f.required and getattr(args, f.dest) is None:
+            raise FlopwiseError(f"--{name} is required (on the command line or in --config)")
+    _check_exclusive(mine.values(), args)
+    if door == "plan" and getattr(args, "accelerator", None) is None:
+        raise FlopwiseError("--accelerator is required (on the command line or in --config)")
+    return resolved
+
+
+def _check_exclusive(flags: Iterable[JobFlag], args: argparse.Namespace) -> None:
+    sets: dict[str, list[str]] = {}
+    for f in flags:
+        value = getattr(args, f.dest)
+        if f.exclusive and value not in (None, False):
+            sets.setdefault(f.exclusive, []).append(f"--{f.name}")
+    for names in sets.values():
+        if len(names) > 1:
+            raise FlopwiseError(f"{' and '.join(names)} cannot be combined; give one")
+
+
+def to_toml(job: Mapping[str, Any]) -> str:
+    """A resolved job as a TOML job file (flat keys, the long flag names)."""
+    lines = []
+    for key, value in job.items():
+        lines.append(f"{key} = {_toml_value(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    import json
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if value == value else '"nan"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(str(value))  # a TOML basic string is a JSON string for these values
+
+
+def job_command(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Wrap a command handler: resolve the job (flags > file > defaults); --print-config prints
+    the resolved job as TOML and returns 0 instead of running."""
+
+    def handler(args: argparse.Namespace) -> int:
+        job = resolve_job(args)
+        if args.print_config:
+            sys.stdout.write(to_toml(job))
+            return 0
+        return run(args)
+
+    handler.__name__ = getattr(run, "__name__", "handler")
+    return handler

@@ -360,6 +360,6 @@ def test_missing_repo_says_how_to_get_the_config(
 
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     with pytest.raises(
-        FlopwiseError, match="huggingface-cli download Qwen/Qwen2.5-14B config.json"
+        FlopwiseError, match=r"huggingface-cli download Qwen/Qwen2\.5-14B config\.json"
     ):
         load_model("Qwen/Qwen2.5-14B")

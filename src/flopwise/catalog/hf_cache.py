@@ -56,7 +56,7 @@ def _from_hub_library(repo_id: str, cache: Path) -> Path | None:
         return None
     try:
         found = try_to_load_from_cache(repo_id, "config.json", cache_dir=str(cache))
-    except Exception:  # noqa: BLE001 - a malformed id or cache: fall back to the layout
+    except Exception:  # a malformed id or cache: fall back to the layout
         return None
     return Path(found) if isinstance(found, str) and Path(found).is_file() else None
 

@@ -253,6 +253,7 @@ def compare_train(
             "memory_breakdown": est["memory_breakdown"],
             "network": net,
             "measured": sorted(k for k, o in hw.origins.items() if o.kind == "measured"),
+            "hardware_sources": {k: f"{o.kind}: {o.detail}" for k, o in hw.origins.items()},
             **_train_extras(est, c.price_per_hour, instances),
         }
         hw_by_row[id(row)] = hw

@@ -161,6 +161,7 @@ def _row(c: Candidate, est: dict[str, Any], net: dict[str, Any], hw: Hardware) -
         "memory_breakdown": est["memory_breakdown"],
         "network": net,
         "measured": sorted(k for k, o in hw.origins.items() if o.kind == "measured"),
+        "hardware_sources": {k: f"{o.kind}: {o.detail}" for k, o in hw.origins.items()},
         **{k: _interval(plan.get(k)) for k in INFER_INTERVALS},
         "output_tokens_per_s_interval": scaled_interval(
             plan.get("output_tokens_per_s_interval"), float(replicas)

@@ -159,6 +159,9 @@ class CompareRow:
     memory_breakdown: dict[str, Any] | None
     network: dict[str, Any]
     measured: list[str]
+    #: Where each hardware number the plan used came from ("catalog: URL (as of date)",
+    #: "measured: result id", "assumed: ..."), so every figure a row shows can be traced.
+    hardware_sources: dict[str, str] = field(default_factory=dict)
     pareto: bool = False
     # training
     step_time_s: float | None = None

@@ -20,8 +20,8 @@ def register(psub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from flopwise.hardware import hardware_for
     from flopwise.plan.infer import InferJob, plan_inference, resolve_layout
-    from flopwise.results.measured import hardware_for
     from flopwise.workload.hf import load_model
 
     model = load_model(args.model)

@@ -30,7 +30,7 @@ def register(psub: Any) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     from flopwise.errors import FlopwiseError
-    from flopwise.results.measured import hardware_for
+    from flopwise.hardware import hardware_for
     from flopwise.workload.hf import load_model
 
     model = load_model(args.model)

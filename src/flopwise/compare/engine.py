@@ -60,7 +60,7 @@ HardwareFor = Callable[[Candidate], Hardware]
 
 
 def catalog_hardware(c: Candidate) -> Hardware:
-    from flopwise.results.measured import hardware_for
+    from flopwise.hardware import hardware_for
 
     return hardware_for(c.accelerator, c.system_id)
 
@@ -68,7 +68,8 @@ def catalog_hardware(c: Candidate) -> Hardware:
 def measured_hardware(db: str | None = None) -> HardwareFor:
     """Catalog hardware overridden by the results store's latest complete runs for each
     accelerator that has any; accelerators never measured keep their own catalog values."""
-    from flopwise.results.measured import apply_measurements, hardware_for
+    from flopwise.hardware import hardware_for
+    from flopwise.results.measured import apply_measurements
 
     def build(c: Candidate) -> Hardware:
         hw = hardware_for(c.accelerator, c.system_id)

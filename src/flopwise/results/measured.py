@@ -13,10 +13,11 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from flopwise.errors import FlopwiseError
-from flopwise.hardware import Hardware, Origin
-from flopwise.results.store import ResultStore, StoredResult
+from flopwise.hardware import CPU_ID, Hardware, Origin
 
-CPU_ID = "cpu"
+# `hardware_for` moved beside Hardware; re-exported for existing imports.
+from flopwise.hardware import hardware_for as hardware_for
+from flopwise.results.store import ResultStore, StoredResult
 
 
 def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = None) -> Hardware:
@@ -112,22 +113,3 @@ def cpu_hardware(db: str | None = None, selector: str = "latest") -> Hardware:
     except (ValueError, OSError, AttributeError):
         return hw
     return hw.with_measurements(memory_bytes=(float(pages), "os.sysconf physical memory"))
-
-
-def hardware_for(
-    accelerator: str,
-    system: str | None = None,
-    measured: str | None = None,
-    db: str | None = None,
-) -> Hardware:
-    """The hardware description planners use: catalog values, then measurements if asked."""
-    from flopwise.hardware import hardware_from_catalog
-
-    if accelerator.strip().lower() == CPU_ID:
-        if measured is None:
-            raise FlopwiseError(
-                "--accelerator cpu needs --measured latest (run flopwise bench matmul/memory first)"
-            )
-        return cpu_hardware(db, measured)
-    hw = hardware_from_catalog(accelerator, system)
-    return hw if measured is None else apply_measurements(hw, measured, db)

@@ -13,7 +13,6 @@ Run standalone: ``python -m flopwise.validate.inference [--json]``.
 from __future__ import annotations
 
 import csv
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -155,29 +154,3 @@ def validate_inference() -> ValidationReport:
             measured = float(r["measured_tpot_ms"])
             rows.append(ValidationRow(rid, "tpot_ms", measured, plan.tpot_s * 1e3, note))
     return ValidationReport(rows=tuple(rows), skipped=tuple(skipped))
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    report = validate_inference()
-    if "--json" in args:
-        from flopwise.present.jsonout import emit
-
-        emit({"inference": report.to_dict()})
-        return 0
-    for row in report.rows:
-        print(
-            f"{row.id:48s} {row.metric:20s} measured {row.measured:10.1f} "
-            f"predicted {row.predicted:10.1f} error {row.error_pct:+6.1f}%"
-        )
-    for s in report.skipped:
-        print(f"{s.id:48s} skipped: {s.reason}")
-    print(
-        f"n={report.n} MAPE={report.mape_pct or 0:.1f}% max |error|="
-        f"{report.max_abs_error_pct or 0:.1f}%"
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

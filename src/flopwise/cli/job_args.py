@@ -38,8 +38,9 @@ from flopwise.errors import FlopwiseError
 KINDS = ("train", "infer")
 DOORS = ("plan", "compare")
 
-#: GEMM dtypes a training plan accepts (the planner refuses those the hardware lacks).
-TRAIN_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "mxfp8")
+#: GEMM dtypes a training plan accepts (the planner refuses those the hardware lacks); fp32 is
+#: for CPUs planned from a measured fp32 matmul rate.
+TRAIN_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "fp32")
 #: Weight dtypes of an inference plan (fp4 family: Blackwell-class hardware only).
 WEIGHT_DTYPES: tuple[str, ...] = (
     "bf16",
@@ -190,7 +191,7 @@ JOB_FLAGS: list[JobFlag] = [
     ),
     JobFlag(
         "dtype",
-        "GEMM dtype (default bf16; fp8/mxfp8 need an accelerator with them)",
+        "GEMM dtype (default bf16; fp8 needs an accelerator with it; fp32 for -a cpu)",
         kinds=_T,
         choices=TRAIN_DTYPES,
         default="bf16",

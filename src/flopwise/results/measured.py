@@ -104,7 +104,7 @@ def cpu_hardware(db: str | None = None, selector: str = "latest") -> Hardware:
         inter_bw_per_gpu_gbps=None,
         origins=MappingProxyType({"id": Origin("measured", "host CPU")}),
     )
-    hw = apply_measurements(base, selector, db)
+    hw = measured_rate_as_peak(apply_measurements(base, selector, db))
     # Memory capacity of the host, so `fits` is answerable.
     try:
         import os
@@ -113,3 +113,24 @@ def cpu_hardware(db: str | None = None, selector: str = "latest") -> Hardware:
     except (ValueError, OSError, AttributeError):
         return hw
     return hw.with_measurements(memory_bytes=(float(pages), "os.sysconf physical memory"))
+
+
+def measured_rate_as_peak(hw: Hardware) -> Hardware:
+    """A CPU has no catalog dense peak: use each measured matmul rate (MAMF) as both the peak
+    and the ceiling for its dtype, labelled "assumed" so the plan's `assumed` block shows it
+    (MFU against it then reads as a fraction of the measured best, not of a datasheet peak)."""
+    from dataclasses import replace
+
+    peaks = dict(hw.peak_tflops)
+    origins = dict(hw.origins)
+    for dtype, rate in hw.matmul_tflops.items():
+        if dtype in peaks:
+            continue
+        peaks[dtype] = rate
+        source = hw.origins.get(f"matmul_tflops:{dtype}")
+        origins[f"peak_tflops:{dtype}"] = Origin(
+            "assumed",
+            f"peak = measured matmul rate ({source.detail if source else 'measured'}); no "
+            "published dense peak for this device",
+        )
+    return replace(hw, peak_tflops=MappingProxyType(peaks), origins=MappingProxyType(origins))

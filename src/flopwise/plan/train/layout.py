@@ -15,7 +15,7 @@ from flopwise.errors import FlopwiseError
 from flopwise.workload.spec import ModelSpec
 
 RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
-TRAIN_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8")
+TRAIN_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "fp32")
 OBJECTIVES: tuple[str, ...] = ("time", "cost")
 ATTENTION_IMPLS: tuple[str, ...] = ("flash", "flash2", "unfused")
 
@@ -85,7 +85,7 @@ class TrainJob:
     def recipe_name(self) -> str:
         if self.recipe:
             return self.recipe
-        return "fp8-adam" if self.dtype == "fp8" else "bf16-adam"
+        return {"fp8": "fp8-adam", "fp32": "fp32-adam"}.get(self.dtype, "bf16-adam")
 
     @property
     def tokens_per_step(self) -> int:

@@ -191,6 +191,8 @@ def _by_origin(hw: Hardware, kind: str) -> dict[str, Any]:
             continue
         if name.startswith("matmul_tflops:"):
             value = hw.matmul_tflops.get(name.split(":", 1)[1])
+        elif name.startswith("peak_tflops:"):
+            value = hw.peak_tflops.get(name.split(":", 1)[1])
         else:
             value = getattr(hw, name, None)
         out[name] = {"value": value, "source": origin.detail}

@@ -44,6 +44,11 @@ def _price_date(r: dict[str, Any]) -> str:
     return str(r.get("price_date") or r.get("price_published") or "date unknown")
 
 
+def _range(iv: list[float] | None) -> str:
+    """' (150-180)' when the plan gives a prediction interval, else nothing."""
+    return "" if not iv else f" ({fmt_num(iv[0])}-{fmt_num(iv[1])})"
+
+
 def _money(value: float | None) -> str:
     if value is None:
         return "—"
@@ -57,7 +62,7 @@ def _train_rows(
 ) -> tuple[list[str], list[tuple[Any, ...]], tuple[int, ...]]:
     planned = any(r["layout"] for r in doc["rows"])
     cols = ["", "offer", "GPUs"] + (["layout", "step s"] if planned else [])
-    cols += ["days", "cost", "$/GPU-h" + (" (as of)" if dated else ""), "MFU", "net"]
+    cols += ["days", "cost", "$/GPU-h" + (" (price date)" if dated else ""), "MFU", "net"]
     rows = [
         (
             "★" if r["pareto"] else "",
@@ -65,7 +70,7 @@ def _train_rows(
             f"{r['instances']}x{r['gpus_per_instance']} {r['accelerator']}"
             + (" *" if r.get("gpus", 0) != r.get("gpus_requested", r.get("gpus")) else ""),
             *((layout_text(r["layout"]), fmt_num(r["step_time_s"], 2)) if planned else ()),
-            fmt_num(r["train_days"]),
+            fmt_num(r["train_days"]) + _range(r.get("train_days_interval")),
             _money(r["cost_usd"]),
             _price(r, dated),
             "—" if r["mfu"] is None else f"{r['mfu']:.0%}",
@@ -81,7 +86,7 @@ def _infer_rows(
     doc: dict[str, Any], dated: bool
 ) -> tuple[list[str], list[tuple[Any, ...]], tuple[int, ...]]:
     cols = ["", "offer", "GPUs", "batch", "TTFT ms", "TPOT ms", "tok/s", "$/M tok"]
-    cols.append("$/GPU-h" + (" (as of)" if dated else ""))
+    cols.append("$/GPU-h" + (" (price date)" if dated else ""))
     rows = [
         (
             "★" if r["pareto"] else "",

@@ -48,6 +48,9 @@ class Hardware:
     system_id: str | None = None
     origins: Mapping[str, Origin] = field(default_factory=dict)
     accelerator: Accelerator | None = None
+    #: measured GEMM rates by shape, (dtype, m, n, k, tflops) rows from `flopwise bench matmul`
+    #: (origin key "matmul_shape_tflops:<dtype>"); empty when none were measured
+    matmul_shape_tflops: tuple[tuple[str, int, int, int, float], ...] = ()
 
     def peak(self, dtype: str) -> float:
         """Dense peak TFLOPS for dtype; a one-line error when the catalog does not know it."""
@@ -75,6 +78,19 @@ class Hardware:
         changes["origins"] = MappingProxyType(origins)
         return replace(self, **changes)
 
+    def with_shape_table(
+        self, rows: tuple[tuple[str, int, int, int, float], ...], result_id: str
+    ) -> Hardware:
+        """Add measured GEMM rates by shape (replacing earlier rows of the same dtypes)."""
+        dtypes = {row[0] for row in rows}
+        kept = tuple(row for row in self.matmul_shape_tflops if row[0] not in dtypes)
+        origins = dict(self.origins)
+        for dtype in sorted(dtypes):
+            origins[f"matmul_shape_tflops:{dtype}"] = Origin("measured", result_id)
+        return replace(
+            self, matmul_shape_tflops=kept + tuple(rows), origins=MappingProxyType(origins)
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -91,6 +107,7 @@ class Hardware:
             "intra_busbw_gbps": self.intra_busbw_gbps,
             "inter_busbw_gbps": self.inter_busbw_gbps,
             "system": self.system_id,
+            "matmul_shape_tflops": [list(row) for row in self.matmul_shape_tflops],
             "origins": {k: v.to_dict() for k, v in self.origins.items()},
         }
 

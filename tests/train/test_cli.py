@@ -128,5 +128,22 @@ def test_validate_json() -> None:
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     t = doc["training"]
-    assert t["n"] == len(t["rows"]) and t["mape_pct"] <= 5.0
-    assert {"id", "metric", "measured", "predicted", "error_pct"} <= set(t["rows"][0])
+    assert t["n"] == len(t["rows"]) >= 150
+    for key in ("out_of_sample", "in_sample"):
+        assert set(t[key]) == {"n", "mape_pct", "max_abs_error_pct", "bias_pct"}
+        assert t[key]["n"] == t["n"]
+    assert {
+        "id",
+        "family",
+        "metric",
+        "measured",
+        "predicted",
+        "predicted_out_of_sample",
+        "error_pct",
+        "error_out_of_sample_pct",
+        "command",
+    } <= set(t["rows"][0])
+    # the text view leads with the out-of-sample error
+    txt = run_cli("validate", "--only", "training")
+    assert txt.returncode == 0, txt.stderr
+    assert txt.stdout.index("OUT-OF-SAMPLE") < txt.stdout.index("in-sample")

@@ -48,7 +48,13 @@ class ModelEntry:
 @cache
 def load_model_index() -> Mapping[str, ModelEntry]:
     out: dict[str, ModelEntry] = {}
-    for folder in (data_dir() / "models", overlay_dir() / "models"):
+    # published/models: architectures of published runs that no stock catalog model matches
+    # (ids pub-*), the models `flopwise validate` poses its rows with
+    for folder in (
+        data_dir() / "models",
+        data_dir() / "published" / "models",
+        overlay_dir() / "models",
+    ):
         index = folder / "index.csv"
         if not index.is_file():
             continue

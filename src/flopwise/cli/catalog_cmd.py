@@ -60,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
 
         rows = []
         for entry in load_model_index().values():
+            if entry.id.startswith("pub-"):
+                continue  # architectures of published runs (flopwise validate), not models
             spec = spec_from_config(entry.id, read_config_file(entry.config_path))
             rows.append((entry, spec, count_params(spec)))
         if args.json:

@@ -97,6 +97,9 @@ def _hardware(args: argparse.Namespace) -> Any:
 
 def compare_from_args(args: argparse.Namespace) -> Any:
     """Build the job and candidates from resolved flags and run the comparison."""
+    from types import MappingProxyType
+
+    from flopwise.cli.plan_train_cmd import framework_job_kwargs
     from flopwise.compare import CompareInferJob, CompareTrainJob, compare_infer, compare_train
     from flopwise.compare.jobs import LAYOUT_KEYS
     from flopwise.errors import FlopwiseError
@@ -122,12 +125,10 @@ def compare_from_args(args: argparse.Namespace) -> Any:
             global_batch_seqs=gbs,
             dtype=args.dtype,
             recipe=args.recipe,
-            attention=args.attention,
-            tp_comm_overlap=args.tp_comm_overlap,
-            pp_comm_overlap=args.pp_comm_overlap,
-            ep_comm_overlap=args.ep_comm_overlap,
+            framework_options=MappingProxyType(framework_job_kwargs(args)),
             objective=args.objective,
             gpus_per_node=args.gpus_per_node,
+            scaleup_domain=args.scaleup_domain,
             mfu=args.mfu,
             layout=layout,
         )

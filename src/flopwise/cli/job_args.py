@@ -117,6 +117,15 @@ class JobFlag:
 
 
 _LAYOUT = "layout (any left out is searched)"
+_FRAMEWORK = "framework (what overlaps with what; each switch defaults to the profile's value)"
+
+
+def _frameworks() -> tuple[str, ...]:
+    from flopwise.plan.train.frameworks import FRAMEWORKS
+
+    return tuple(FRAMEWORKS)
+
+
 _WHERE = "where to run (compare and report)"
 _T, _I = ("train",), ("infer",)
 _PLAN, _CMP = ("plan",), ("compare",)
@@ -260,32 +269,42 @@ JOB_FLAGS: list[JobFlag] = [
         group=_LAYOUT,
     ),
     JobFlag(
+        "scaleup-domain",
+        "accelerators per scale-up domain (NVLink domain, TPU slice over ICI); default: the "
+        "node type's. Multislice TPU jobs: the slice size (slices talk over DCN)",
+        kinds=_T,
+        parse=_positive_int,
+        metavar="N",
+    ),
+    JobFlag(
+        "framework",
+        "training framework profile (default generic: PyTorch DDP/FSDP behaviour); see "
+        "docs/training-planner.md for what each profile does and its sources",
+        kinds=_T,
+        choices=_frameworks(),
+        default="generic",
+        group=_FRAMEWORK,
+    ),
+    JobFlag(
         "attention",
-        "attention kernel (default: the best fused kernel)",
+        "attention kernel (default: the profile's; flash = the best fused kernel for the "
+        "accelerator)",
         kinds=_T,
         choices=("flash", "flash2", "unfused"),
-        default="flash",
+        group=_FRAMEWORK,
     ),
-    JobFlag(
-        "tp-comm-overlap",
-        "TP collectives overlap GEMMs (Transformer Engine userbuffers)",
-        kinds=_T,
-        action=FLAG,
-        default=False,
-    ),
-    JobFlag(
-        "pp-comm-overlap",
-        "pipeline sends overlap compute (Megatron-Core overlap_p2p_comm)",
-        kinds=_T,
-        action=FLAG,
-        default=False,
-    ),
-    JobFlag(
-        "ep-comm-overlap",
-        "expert all-to-alls overlap another microbatch's compute (DeepSeek DualPipe)",
-        kinds=_T,
-        action=FLAG,
-        default=False,
+    *(
+        JobFlag(name, help_, kinds=_T, action=BOOL, group=_FRAMEWORK)
+        for name, help_ in (
+            ("tp-comm-overlap", "TP collectives overlap GEMMs (Transformer Engine userbuffers)"),
+            ("pp-comm-overlap", "pipeline sends overlap compute (Megatron-Core overlap_p2p_comm)"),
+            (
+                "ep-comm-overlap",
+                "expert all-to-alls overlap another microbatch (DeepSeek DualPipe)",
+            ),
+            ("dp-comm-overlap", "gradient reduction overlaps the backward (DDP/FSDP buckets)"),
+            ("pp-scatter-gather", "pipeline sends split over TP ranks (Megatron scatter/gather)"),
+        )
     ),
     JobFlag(
         "objective",
@@ -565,6 +584,9 @@ def _from_file(f: JobFlag, value: Any, path: str) -> Any:
 def resolve_job(args: argparse.Namespace) -> dict[str, Any]:
     """Merge flags over the job file over the defaults into `args`; return the resolved job
     ({flag name: value}, unset values left out)."""
+    done = getattr(args, "_resolved_job", None)
+    if done is not None:
+        return dict(done)
     kind, door = args.job_kind, args.job_door
     mine = {f.name: f for f in flags_for(kind, door)}
     file_values: dict[str, Any] = {}
@@ -607,6 +629,7 @@ def resolve_job(args: argparse.Namespace) -> dict[str, Any]:
     _check_exclusive(mine.values(), args)
     if door == "plan" and getattr(args, "accelerator", None) is None:
         raise FlopwiseError("--accelerator is required (on the command line or in --config)")
+    args._resolved_job = dict(resolved)
     return resolved
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flopwise.cli.job_args import add_job_args, job_command
+from flopwise.cli.job_args import add_job_args, job_command, resolve_job
 
 #: Default global batch when none is given: 4Mi tokens (Llama 2's 4M-token batch).
 DEFAULT_BATCH_TOKENS = 4 * 2**20
@@ -28,7 +28,37 @@ def register(psub: Any) -> None:
     t.set_defaults(func=job_command(run_train))
 
 
+def framework_job_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The TrainJob keywords add_framework_args defines."""
+    return {
+        "framework": args.framework,
+        "attention": args.attention,
+        "tp_comm_overlap": args.tp_comm_overlap,
+        "pp_comm_overlap": args.pp_comm_overlap,
+        "ep_comm_overlap": args.ep_comm_overlap,
+        "dp_comm_overlap": args.dp_comm_overlap,
+        "pp_scatter_gather": args.pp_scatter_gather,
+    }
+
+
 def run_train(args: argparse.Namespace) -> int:
+    resolve_job(args)
+    if args.mfu is not None:
+        return _first_order(args)
+    plan = train_plan_from_args(args)
+    doc = plan.to_dict()
+    if args.json:
+        from flopwise.present.jsonout import emit
+
+        emit(doc)
+    else:
+        from flopwise.present.train_view import show_train_plan
+
+        show_train_plan(doc)
+    return 1 if plan.fits is False else 0
+
+
+def _model_hw_seq(args: argparse.Namespace) -> tuple[Any, Any, int]:
     from flopwise.errors import FlopwiseError
     from flopwise.hardware import hardware_for
     from flopwise.workload.hf import load_model
@@ -40,8 +70,18 @@ def run_train(args: argparse.Namespace) -> int:
         raise FlopwiseError(
             f"--seq-len {seq} exceeds {model.name}'s context of {model.max_seq_len} tokens"
         )
-    if args.mfu is not None:
-        return _first_order(args, model, hw, seq)
+    return model, hw, seq
+
+
+def train_plan_from_args(
+    args: argparse.Namespace, sustained_compute_fraction: float | None = None
+) -> Any:
+    """The TrainPlan `flopwise plan train ARGS` prints (the library call behind the CLI).
+
+    ``sustained_compute_fraction`` replaces the fitted constant: validation uses it to refit
+    that constant without a held-out family (cross-validation); no flag sets it."""
+    resolve_job(args)  # flags > --config > defaults (idempotent; validation parses directly)
+    model, hw, seq = _model_hw_seq(args)
     from flopwise.plan.train import (
         LayoutConstraints,
         TrainJob,
@@ -65,12 +105,11 @@ def run_train(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         recipe=args.recipe,
         gpus_per_node=args.gpus_per_node,
+        scaleup_domain=args.scaleup_domain,
         price_per_gpu_hour=args.price_per_gpu_hour,
         objective=args.objective,
-        attention=args.attention,
-        tp_comm_overlap=args.tp_comm_overlap,
-        pp_comm_overlap=args.pp_comm_overlap,
-        ep_comm_overlap=args.ep_comm_overlap,
+        **framework_job_kwargs(args),
+        sustained_compute_fraction=sustained_compute_fraction,
     )
     cons = LayoutConstraints(
         tp=args.tp,
@@ -85,22 +124,13 @@ def run_train(args: argparse.Namespace) -> int:
         sequence_parallel=args.sequence_parallel,
         hsdp=args.hsdp,
     )
-    plan = plan_training(model, hw, job, cons)
-    doc = plan.to_dict()
-    if args.json:
-        from flopwise.present.jsonout import emit
-
-        emit(doc)
-    else:
-        from flopwise.present.train_view import show_train_plan
-
-        show_train_plan(doc)
-    return 1 if plan.fits is False else 0
+    return plan_training(model, hw, job, cons)
 
 
-def _first_order(args: argparse.Namespace, model: Any, hw: Any, seq: int) -> int:
+def _first_order(args: argparse.Namespace) -> int:
     from flopwise.plan.first_order import first_order_train
 
+    model, hw, seq = _model_hw_seq(args)
     plan = first_order_train(
         model,
         hw,

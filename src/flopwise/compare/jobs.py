@@ -43,12 +43,12 @@ class CompareTrainJob:
     global_batch_seqs: int | None = None  # default: DEFAULT_BATCH_TOKENS / seq_len
     dtype: str = "bf16"
     recipe: str | None = None
-    attention: str = "flash"
-    tp_comm_overlap: bool = False
-    pp_comm_overlap: bool = False
-    ep_comm_overlap: bool = False
+    # TrainJob keywords of the framework profile and its overrides (framework, attention,
+    # *_comm_overlap, pp_scatter_gather), as `flopwise plan train --framework ...` takes them
+    framework_options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     objective: str = "time"
     gpus_per_node: int | None = None  # default: the node type's
+    scaleup_domain: int | None = None  # default: the node type's
     mfu: float | None = None
     layout: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -80,12 +80,10 @@ class CompareTrainJob:
             "global_batch_seqs": self.global_batch_seqs,
             "dtype": self.dtype,
             "recipe": self.recipe,
-            "attention": self.attention,
-            "tp_comm_overlap": self.tp_comm_overlap,
-            "pp_comm_overlap": self.pp_comm_overlap,
-            "ep_comm_overlap": self.ep_comm_overlap,
+            **dict(self.framework_options),
             "objective": self.objective,
             "gpus_per_node": self.gpus_per_node,
+            "scaleup_domain": self.scaleup_domain,
             "mfu": self.mfu,
             "layout": dict(self.layout),
         }

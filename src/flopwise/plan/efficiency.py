@@ -70,3 +70,24 @@ HOPPER_OR_NEWER_PREFIXES: tuple[str, ...] = (
     "gb200",
     "gb300",
 )
+
+#: Power-capped clocks. A GEMM-bound GPU runs at its power cap, where dynamic power
+#: P = C V^2 f with the voltage following the clock along the DVFS curve (V ~ f), so
+#: P ~ f^3 and the sustained clock scales with the cube root of the cap (Weste & Harris,
+#: "CMOS VLSI Design", dynamic power; NVIDIA documents that GPUs lower clocks to stay within
+#: the power limit set by nvidia-smi -pl). A part run below the cap its die's MAMF and
+#: sustained fraction were measured at gets (cap / reference)^(1/3) of that rate.
+POWER_CLOCK_EXPONENT = 1.0 / 3.0
+
+#: The board power at which each die's published MAMF and the fitted sustained fraction hold:
+#: H100 SXM 700 W (MAMF measured on a 700 W H100 SXM), A100 SXM 400 W (vendor TDPs).
+REFERENCE_TDP_W: dict[str, float] = {"gh100": 700.0, "ga100": 400.0}
+
+
+def power_clock_factor(tdp_w: float | None, die: str) -> float:
+    """Share of the reference clock a die sustains at `tdp_w` (1 at or above the reference,
+    or when either is unknown)."""
+    ref = REFERENCE_TDP_W.get(die)
+    if tdp_w is None or ref is None or tdp_w >= ref:
+        return 1.0
+    return float((tdp_w / ref) ** POWER_CLOCK_EXPONENT)

@@ -12,28 +12,21 @@ from dataclasses import dataclass
 from flopwise.collectives import BUSBW_FACTORS
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
+from flopwise.plan import gemm
 from flopwise.plan.efficiency import (
-    GEMM_FRACTION_WITHOUT_MAMF,
     GEMM_TILE,
     KERNEL_LAUNCH_S,
-    MEMORY_BW_FRACTION,
     SCALEOUT_ALPHA_S,
     SCALEOUT_LINK_FRACTION,
     SCALEUP_ALPHA_S,
     SCALEUP_LINK_FRACTION,
 )
-from flopwise.units import GB, TERA
-from flopwise.workload.memory_bytes import DTYPE_BYTES
+from flopwise.units import GB
 
 
 def achievable_matmul_tflops(hw: Hardware, dtype: str) -> float:
     """Large-GEMM ceiling: measured or published MAMF, else peak x GEMM_FRACTION_WITHOUT_MAMF."""
-    mamf = hw.matmul_tflops.get(dtype)
-    if mamf is None and dtype == "fp16":
-        mamf = hw.matmul_tflops.get("bf16")
-    if mamf is not None:
-        return mamf
-    return hw.peak(dtype) * GEMM_FRACTION_WITHOUT_MAMF
+    return gemm.ceiling_tflops(hw, dtype)
 
 
 def gemm_shape_efficiency(
@@ -59,13 +52,7 @@ def gemm_shape_efficiency(
 
 def memory_bw_bytes_per_s(hw: Hardware) -> float:
     """Achievable memory bandwidth: measured when known, else peak x MEMORY_BW_FRACTION."""
-    if hw.achievable_bw_gbps:
-        return hw.achievable_bw_gbps * GB
-    if not hw.memory_bw_gbps:
-        raise FlopwiseError(
-            f"{hw.id} has no published memory bandwidth; measure it with flopwise bench memory"
-        )
-    return hw.memory_bw_gbps * GB * MEMORY_BW_FRACTION
+    return gemm.bandwidth_bytes_per_s(hw)
 
 
 def gemm_time_s(
@@ -76,14 +63,15 @@ def gemm_time_s(
     dtype: str = "bf16",
     batch: int = 1,
     weight_dtype: str | None = None,
+    scaling: str | None = None,
 ) -> float:
-    """Time of `batch` GEMMs (m x k) @ (k x n): the slower of compute and memory, plus launch."""
-    flops = 2.0 * m * n * k * batch
-    rate = achievable_matmul_tflops(hw, dtype) * TERA * gemm_shape_efficiency(m, n, hw, batch=batch)
-    a = DTYPE_BYTES[dtype]
-    w = DTYPE_BYTES[weight_dtype or dtype]
-    moved = batch * (m * k * a + k * n * w + m * n * a)
-    return max(flops / rate, moved / memory_bw_bytes_per_s(hw)) + KERNEL_LAUNCH_S
+    """Time of `batch` GEMMs (m x k) @ (k x n): the shape model of ``flopwise.plan.gemm``.
+
+    Compute at the MAMF ceiling x the library's best tile/wave/split-K efficiency, smoothly
+    maxed with reading the inputs, plus the epilogue's output write and a launch; corrected to
+    measured shapes when the hardware carries a `bench matmul` shape table.
+    """
+    return gemm.gemm_time_s(m, n, k, hw, dtype, batch, weight_dtype, scaling)
 
 
 def memory_time_s(n_bytes: float, hw: Hardware, kernels: int = 1) -> float:

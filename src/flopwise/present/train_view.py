@@ -44,6 +44,14 @@ def _layout_text(lay: dict[str, Any]) -> str:
     )
 
 
+def _range(doc: dict[str, Any], key: str, fmt: str) -> str:
+    """' (lo–hi)' for a figure's 80% interval, or '' when there is none."""
+    iv = doc.get(f"{key}_interval")
+    if not iv:
+        return ""
+    return f" ({format(iv[0], fmt)}–{format(iv[1], fmt)})"
+
+
 def show_train_plan(doc: dict[str, Any]) -> None:
     out = console()
     fits = {True: "yes", False: "NO", None: "unknown"}[doc["fits"]]
@@ -84,19 +92,47 @@ def show_train_plan(doc: dict[str, Any]) -> None:
             f"{doc['memory_per_gpu_gib']:,.1f} GiB of "
             f"{fmt_num(doc['device_memory_gib'])} GiB (fits: {fits})",
         ),
-        ("step time", f"{doc['step_time_s']:.3f} s, {doc['tokens_per_s']:,.0f} tokens/s"),
+        (
+            "framework",
+            f"{doc['framework']['name']}: {doc['framework']['summary']}"
+            if doc.get("framework")
+            else "generic",
+        ),
+        (
+            "step time",
+            f"{doc['step_time_s']:.3f} s{_range(doc, 'step_time_s', '.3f')}, "
+            f"{doc['tokens_per_s']:,.0f} tokens/s{_range(doc, 'tokens_per_s', ',.0f')}",
+        ),
         (
             "TFLOPS per GPU",
             f"{doc['tflops_per_gpu']:.0f} model, {doc['hw_tflops_per_gpu']:.0f} "
             f"with recompute (peak {fmt_num(doc['peak_tflops'])})",
         ),
-        ("MFU / HFU", f"{doc['mfu']:.1%} / {doc['hfu']:.1%}"),
+        ("MFU / HFU", f"{doc['mfu']:.1%}{_range(doc, 'mfu', '.1%')} / {doc['hfu']:.1%}"),
         ("training FLOPs", fmt_sci(doc["total_flops"])),
-        ("time", "unknown" if doc["train_days"] is None else f"{doc['train_days']:,.1f} days"),
-        ("GPU-hours", "unknown" if doc["gpu_hours"] is None else f"{doc['gpu_hours']:,.0f}"),
-        ("cost", cost),
+        (
+            "time",
+            "unknown"
+            if doc["train_days"] is None
+            else f"{doc['train_days']:,.1f} days{_range(doc, 'train_days', ',.1f')}",
+        ),
+        (
+            "GPU-hours",
+            "unknown"
+            if doc["gpu_hours"] is None
+            else f"{doc['gpu_hours']:,.0f}{_range(doc, 'gpu_hours', ',.0f')}",
+        ),
+        ("cost", cost + _range(doc, "cost_usd", ",.0f")),
     ]
-    out.print(table("Training plan", ["", ""], summary, caption=doc["flops_convention"]))
+    iv = doc.get("interval")
+    caption = doc["flops_convention"]
+    if iv:
+        caption = (
+            f"(ranges: {iv['level']:.0%} interval from out-of-sample validation errors, regime "
+            f"{iv['regime']}, n={iv['n_residuals']}{'; ' + iv['note'] if iv['note'] else ''}); "
+            + caption
+        )
+    out.print(table("Training plan", ["", ""], summary, caption=caption))
     mem = doc["memory_breakdown"]
     mem_rows = [(label, f"{mem[key]:,.2f}") for key, label in _MEMORY_ROWS if mem[key]]
     mem_rows.append(("total", f"{mem['total_gib']:,.2f}"))

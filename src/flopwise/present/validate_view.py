@@ -7,10 +7,113 @@ from typing import Any
 from flopwise.present.console import console, table
 
 
-def show_validation(doc: dict[str, Any]) -> None:
+def _pct(v: float | None, signed: bool = False) -> str:
+    if v is None:
+        return "n/a"
+    return f"{v:+.1f}%" if signed else f"{v:.1f}%"
+
+
+def _score_cells(s: dict[str, Any]) -> list[str]:
+    return [
+        str(s["n"]),
+        _pct(s["mape_pct"]),
+        _pct(s["max_abs_error_pct"]),
+        _pct(s["bias_pct"], signed=True),
+    ]
+
+
+def show_training_validation(rep: dict[str, Any], rows: bool = False) -> None:
+    """Out-of-sample first, in-sample beside it (labelled), per family and accelerator."""
+    out = console()
+    oos, ins = rep["out_of_sample"], rep["in_sample"]
+    head = ["", "n", "MAPE", "worst", "bias"]
+    out.print(
+        table(
+            "Training validation (step time / throughput vs published runs)",
+            head,
+            [
+                ["OUT-OF-SAMPLE (headline)", *_score_cells(oos)],
+                ["in-sample (fitted on these rows)", *_score_cells(ins)],
+            ],
+            caption="out of sample: the fitted compute fraction refitted without the row's "
+            "source family (leave one family out); every row is the `flopwise plan train` "
+            "command in --json (rows[].command)",
+            right=(1, 2, 3, 4),
+        )
+    )
+    for title, key in (("By source family", "by_family"), ("By accelerator", "by_accelerator")):
+        out.print(
+            table(
+                title,
+                ["", "n", "MAPE out", "worst out", "bias out", "MAPE in-sample"],
+                [
+                    [
+                        g["name"],
+                        *_score_cells(g["out_of_sample"]),
+                        _pct(g["in_sample"]["mape_pct"]),
+                    ]
+                    for g in rep[key]
+                ],
+                right=(1, 2, 3, 4, 5),
+            )
+        )
+    cov = rep.get("interval_coverage") or {}
+    mem = rep.get("memory") or {}
+    notes = [
+        f"80% intervals cover {_pct(cov.get('coverage_pct'))} of {cov.get('n', 0)} "
+        "out-of-sample rows (each family against intervals built without it)",
+        f"peak memory vs published (n={mem.get('n', 0)}): MAPE {_pct(mem.get('mape_pct'))}, "
+        f"worst {_pct(mem.get('max_abs_error_pct'))}",
+    ]
+    unfit = mem.get("published_layouts_not_fitting") or []
+    notes.append(
+        "every published layout fits"
+        if not unfit
+        else f"{len(unfit)} published layout(s) the memory model says do not fit: "
+        + ", ".join(unfit[:6])
+        + (" ..." if len(unfit) > 6 else "")
+    )
+    fitted = rep.get("fitted_constants", {}).get("sustained_compute_fraction", {})
+    if fitted:
+        shipped = ", ".join(f"{k} {v:g}" for k, v in fitted.get("shipped", {}).items())
+        notes.append(f"fitted constant sustained_compute_fraction (per die): {shipped}")
+    for line in notes:
+        out.print(f"  {line}")
+    if rows:
+        out.print(
+            table(
+                "Rows",
+                ["id", "metric", "published", "predicted", "error", "out-of-sample"],
+                [
+                    (
+                        r["id"],
+                        r["metric"],
+                        f"{r['measured']:.4g}",
+                        f"{r['predicted']:.4g}",
+                        _pct(r["error_pct"], signed=True),
+                        _pct(r["error_out_of_sample_pct"], signed=True),
+                    )
+                    for r in rep["rows"]
+                ],
+                right=(2, 3, 4, 5),
+            )
+        )
+    else:
+        out.print("  per-row errors: --rows; commands and layouts: --json")
+    if rep.get("skipped"):
+        out.print(f"  {len(rep['skipped'])} published rows not posed (reasons: --json)")
+
+
+def show_validation(doc: dict[str, Any], rows: bool = False) -> None:
     out = console()
     for section, rep in doc.items():
-        rows = [
+        if section == "training":
+            show_training_validation(rep, rows)
+            continue
+        if section == "matmul":
+            show_matmul_validation(rep)
+            continue
+        rows_ = [
             (
                 r["id"],
                 r["metric"],
@@ -31,7 +134,7 @@ def show_validation(doc: dict[str, Any]) -> None:
             table(
                 f"Validation: {section}",
                 ["id", "metric", "published", "predicted", "error"],
-                rows,
+                rows_,
                 caption=caption,
                 right=(2, 3, 4),
             )
@@ -44,3 +147,51 @@ def show_validation(doc: dict[str, Any]) -> None:
                     [(s["id"], s["reason"]) for s in rep["skipped"]],
                 )
             )
+
+
+def _stat_line(label: str, st: dict[str, Any]) -> str:
+    if not st.get("n"):
+        return f"{label}: no rows"
+    return (
+        f"{label}: {st['n']} rows, mean abs error {st['mape_pct']:.1f}%, worst "
+        f"{st['max_abs_error_pct']:.1f}%, bias {st['bias_pct']:+.1f}%"
+    )
+
+
+def show_matmul_validation(rep: dict[str, Any]) -> None:
+    """GEMM shape model against published GEMM TFLOPS: out-of-sample first, in-sample beside."""
+    out = console()
+    rows = [
+        (
+            r["id"],
+            r["accelerator"],
+            r["dtype"],
+            f"{r['m']}x{r['n']}x{r['k']}" + (f" x{r['groups']}" if r["groups"] > 1 else ""),
+            f"{r['measured']:.4g}",
+            f"{r['predicted']:.4g}",
+            f"{r['error_pct']:+.1f}%",
+            "in-sample" if r["in_sample"] else "",
+        )
+        for r in rep["rows"]
+    ]
+    lines = [_stat_line("out of sample", rep)]
+    lines += [_stat_line(f"  {src}", st) for src, st in rep.get("by_source", {}).items()]
+    lines.append(_stat_line("in sample (MAMF rows = the ceiling)", rep["in_sample"]))
+    lines.append(_stat_line("same rows, leave-one-out ceiling", rep["leave_one_out"]))
+    out.print(
+        table(
+            "Validation: matmul (TFLOPS by shape)",
+            ["id", "device", "dtype", "MxNxK", "published", "predicted", "error", ""],
+            rows,
+            caption="\n".join(lines),
+            right=(4, 5, 6),
+        )
+    )
+    if rep.get("skipped"):
+        out.print(
+            table(
+                "Not modelled (matmul)",
+                ["id", "why"],
+                [(s["id"], s["reason"]) for s in rep["skipped"]],
+            )
+        )

@@ -1,7 +1,8 @@
 """Measured numbers into the hardware description: `--measured [ID|latest]`.
 
 Contract with the benchmarks (the `summary` each stores):
-- matmul: ``{"dtype": "bf16", "best_tflops": float, ...}``
+- matmul: ``{"dtype": "bf16", "best_tflops": float, ...}``; the payload's per-shape
+  ``results`` become ``Hardware.matmul_shape_tflops`` (results/matmul_shapes.py)
 - memory: ``{"triad_gbps": float, ...}`` (BabelStream triad is the bandwidth planners use)
 - comms:  ``{"op": "all_reduce", "busbw_gbps": float, "group": "intra"|"inter"|"all",
   "nodes": int}`` (peak busbw over sizes)
@@ -17,6 +18,7 @@ from flopwise.hardware import CPU_ID, Hardware, Origin
 
 # `hardware_for` moved beside Hardware; re-exported for existing imports.
 from flopwise.hardware import hardware_for as hardware_for
+from flopwise.results.matmul_shapes import ShapeRow, shape_table
 from flopwise.results.store import ResultStore, StoredResult
 
 
@@ -28,6 +30,8 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
     """
     store = ResultStore(db)
     values: dict[str, tuple[float, str]] = {}
+    shapes: tuple[ShapeRow, ...] = ()
+    shapes_ref = ""
     found = False
     pinned = None if selector == "latest" else _select_any(store, hw.id, selector)
     for kind in ("matmul", "memory"):
@@ -40,6 +44,7 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
         if kind == "matmul" and s.get("best_tflops"):
             dtype = str(s.get("dtype", "bf16"))
             values[f"matmul_tflops:{dtype}"] = (float(s["best_tflops"]), ref)
+            shapes, shapes_ref = shape_table(result.payload, dtype), ref
         elif kind == "memory" and s.get("triad_gbps"):
             values["achievable_bw_gbps"] = (float(s["triad_gbps"]), ref)
     # Comms: the newest complete run for each tier (intra- and inter-node are separate runs).
@@ -59,7 +64,8 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
             f"no stored measurements for {hw.id}; run `flopwise bench matmul` and "
             "`flopwise bench memory` on that machine first"
         )
-    return hw.with_measurements(**values)
+    hw = hw.with_measurements(**values)
+    return hw.with_shape_table(shapes, shapes_ref) if shapes else hw
 
 
 def comms_tier(summary: dict[str, object]) -> str:

@@ -193,13 +193,16 @@ def _gpt_neox(name: str, cfg: Config) -> dict[str, Any]:
     r = _Reader(name, cfg)
     hidden = r.int("hidden_size")
     heads = r.int("num_attention_heads")
+    # GPT-NeoX configs have neither key; Megatron/NeMo-style exports that reuse the layout
+    # (GQA, head_dim x heads != hidden) may carry them
+    head_dim = r.int("head_dim", default=hidden // heads)
     return {
         "hidden": hidden,
         "layers": r.int("num_hidden_layers"),
         "heads": heads,
-        "kv_heads": heads,
-        "head_dim": hidden // heads,
-        "v_head_dim": hidden // heads,
+        "kv_heads": r.int("num_key_value_heads", default=heads),
+        "head_dim": head_dim,
+        "v_head_dim": head_dim,
         "vocab": r.int("vocab_size"),
         "ffn": r.int("intermediate_size", default=4 * hidden),
         "gated_mlp": False,

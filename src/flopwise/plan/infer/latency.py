@@ -14,11 +14,11 @@ elementwise ops: norms, rotary, residual adds, the MLP activation).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from flopwise.hardware import Hardware
-from flopwise.plan.efficiency import GEMM_TILE, KERNEL_LAUNCH_S
+from flopwise.plan.efficiency import KERNEL_LAUNCH_S
+from flopwise.plan.gemm import compute_efficiency, shape_correction
 from flopwise.plan.infer.constants import (
     ALLREDUCE_ELEMENT_BYTES,
     ELEMENTWISE_KERNELS_PER_LAYER,
@@ -29,7 +29,6 @@ from flopwise.plan.infer.shard import Shard, expected_distinct_experts
 from flopwise.plan.roofline import (
     achievable_matmul_tflops,
     collective_time_s,
-    gemm_shape_efficiency,
     memory_bw_bytes_per_s,
     tier_for,
 )
@@ -107,6 +106,7 @@ class Rates:
     kv_bw_bytes_s: float  # what decode attention reaches
     act_bytes: float  # bytes per GEMM input element
     weight_bytes: float  # bytes per weight element
+    act_dtype: str = "bf16"  # GEMM input dtype (for the shape model and measured shapes)
 
 
 def make_rates(hw: Hardware, engine: EngineProfile, act_dtype: str, weight_dtype: str) -> Rates:
@@ -122,39 +122,17 @@ def make_rates(hw: Hardware, engine: EngineProfile, act_dtype: str, weight_dtype
         kv_bw_bytes_s=bw * engine.decode_attention_bw_fraction,
         act_bytes=DTYPE_BYTES[act_dtype],
         weight_bytes=DTYPE_BYTES[weight_dtype],
+        act_dtype=act_dtype,
     )
 
 
-#: Row-tile sizes GEMM kernels choose from for a problem with few rows (CUTLASS tile shapes;
-#: mma.sync's smallest M is 16): decode GEMMs are not padded to 128 rows.
-_M_TILES = (16, 32, 64, GEMM_TILE)
-
-
-def shape_efficiency(m: int, n: int, k: int, hw: Hardware) -> float:
-    """Tile/wave efficiency as roofline.gemm_shape_efficiency, for inference-sized problems.
-
-    Two refinements for small M (decode): the row tile is the smallest of 16/32/64/128 that
-    covers M, and when there are fewer output tiles than SMs the kernel splits K across CTAs
-    (split-K / stream-K, NVIDIA CUTLASS docs), each split keeping at least four K tiles. For
-    M >= 128 with at least one full wave this is exactly the shared function.
-    """
-    if m >= GEMM_TILE and (
-        not hw.compute_units
-        or math.ceil(m / GEMM_TILE) * math.ceil(n / GEMM_TILE) >= hw.compute_units
-    ):
-        return gemm_shape_efficiency(m, n, hw)
-    tile_m = next(t for t in _M_TILES if t >= min(m, GEMM_TILE))
-    tm, tn = math.ceil(m / tile_m), math.ceil(n / GEMM_TILE)
-    tile_eff = (m * n) / (tm * tile_m * tn * GEMM_TILE)
-    units = hw.compute_units
-    if not units:
-        return tile_eff
-    tiles = tm * tn
-    splits = 1
-    if tiles < units:
-        splits = max(1, min(units // tiles, k // (4 * GEMM_TILE)))
-    work = tiles * splits
-    return tile_eff * work / (math.ceil(work / units) * units)
+def shape_efficiency(
+    m: int, n: int, k: int, hw: Hardware, dtype: str = "bf16", groups: int = 1
+) -> float:
+    """Tile/wave/split-K efficiency of the library's pick (flopwise.plan.gemm): small-M row
+    tiles (16/32/64), split-K or stream-K when there are fewer output tiles than SMs; a grouped
+    GEMM (MoE experts) schedules the tiles of all its groups in one grid."""
+    return compute_efficiency(m, n, k, hw, dtype, groups)
 
 
 def gemm(m: float, n: int, k: int, hw: Hardware, r: Rates, groups: float = 1.0) -> Breakdown:
@@ -163,10 +141,16 @@ def gemm(m: float, n: int, k: int, hw: Hardware, r: Rates, groups: float = 1.0) 
         return Breakdown()
     mi = max(1, round(m))
     flops = 2.0 * m * n * k * groups
-    compute = flops / (r.gemm_flops_s * shape_efficiency(mi, n, k, hw))
+    # measured GEMM shapes (bench matmul) scale both roofs by the measured/modelled ratio
+    corr = shape_correction(mi, n, k, hw, r.act_dtype) if hw.matmul_shape_tflops else 1.0
+    compute = (
+        corr
+        * flops
+        / (r.gemm_flops_s * shape_efficiency(mi, n, k, hw, r.act_dtype, max(1, round(groups))))
+    )
     w_bytes = groups * k * n * r.weight_bytes
     moved = groups * (m * k * r.act_bytes + m * n * r.act_bytes) + w_bytes
-    memory = moved / r.bw_bytes_s
+    memory = corr * moved / r.bw_bytes_s
     # near the ridge point compute and memory traffic do not overlap perfectly: a p-norm of the
     # FLOP-only compute time (no tile padding) and the memory time, on top of the roofline max
     pure = flops / r.gemm_flops_s

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from flopwise.catalog.systems import get_system
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
+from flopwise.plan.efficiency import power_clock_factor
 from flopwise.plan.roofline import Tier, memory_bw_bytes_per_s, tier_for
 from flopwise.workload.flops import attention_flops_per_token, train_flops_per_token
 from flopwise.workload.memory_bytes import TrainingRecipe
@@ -24,7 +25,7 @@ from flopwise.workload.params import (
 )
 from flopwise.workload.spec import ModelSpec
 
-from .constants import sustained_compute_fraction
+from .constants import fraction_group, sustained_compute_fraction
 from .layout import TrainJob, zero_shard_gpus
 from .recipes import resolve_recipe
 
@@ -47,6 +48,7 @@ class ModelContext:
     peak_flops: float = field(init=False)  # dense peak of the GEMM dtype (MFU denominator)
     capacity_bytes: float | None = field(init=False)
     compute_fraction: float = field(init=False)  # sustained fraction of GEMM/attention rates
+    power_factor: float = field(init=False)  # clock share at a reduced power cap
     # per-layer parameter counts (whole layer, before any split)
     dense_layer_params: float = field(init=False)
     moe_shared_params: float = field(init=False)  # attention + router + shared experts + norms
@@ -67,7 +69,7 @@ class ModelContext:
         if gpn is None and hw.system_id is not None:
             gpn = get_system(hw.system_id).gpus_per_node
         self.gpus_per_node = gpn or max(hw.scaleup_domain, 1)
-        self.domain = max(self.gpus_per_node, hw.scaleup_domain or 1)
+        self.domain = job.scaleup_domain or max(self.gpus_per_node, hw.scaleup_domain or 1)
         self.bw_bytes_s = memory_bw_bytes_per_s(hw)
         # 16-bit peak for the ops fp8 recipes keep in bf16; an fp32 job runs everything in fp32,
         # an fp16 job on a device without bf16 (V100, T4) in fp16
@@ -79,7 +81,11 @@ class ModelContext:
         self.peak_flops = hw.peak(dtype) * 1e12
         self.capacity_bytes = hw.memory_bytes
         override = job.sustained_compute_fraction
-        self.compute_fraction = override if override else sustained_compute_fraction(hw.id)
+        base = override if override else sustained_compute_fraction(hw.id)
+        # a part capped below the power its die's numbers were measured at clocks lower
+        tdp = hw.accelerator.spec("tdp_w") if hw.accelerator is not None else None
+        self.power_factor = power_clock_factor(tdp, fraction_group(hw.id))
+        self.compute_fraction = base * self.power_factor
         norms = m.norms_per_layer * norm_params(m, m.hidden)
         attn = attention_params(m)
         self.dense_layer_params = attn + mlp_params(m, m.ffn) + norms
@@ -144,7 +150,7 @@ class ModelContext:
 
     def shard_group(self, tp: int, dp: int, cp: int, hsdp: bool) -> int:
         """GPUs that ZeRO shards the training state over (layout.zero_shard_gpus)."""
-        return zero_shard_gpus(tp, dp, cp, hsdp, self.gpus_per_node)
+        return zero_shard_gpus(tp, dp, cp, hsdp, self.domain)
 
     @property
     def layers(self) -> int:

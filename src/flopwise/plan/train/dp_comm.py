@@ -66,7 +66,7 @@ def dp_exposed_s(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: 
         return comm - hidden + OVERLAP_COMPUTE_TAX * hidden
 
     if lay.zero <= 1:
-        if not ctx.job.dp_comm_overlap:
+        if not ctx.job.dp_overlap(lay.pp):
             # reduced after the last backward, gathered after the optimizer: all exposed
             return reduce_s + gather_s
         # gradients reduce under the last microbatch's backward; the parameter all-gather

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.workload.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from flopwise.plan.train.frameworks import FrameworkProfile
 
 RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
 TRAIN_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "fp32")
@@ -33,26 +36,34 @@ class TrainJob:
     gpus_per_node: int | None = None  # default: the system's, else the scale-up domain
     price_per_gpu_hour: float | None = None
     objective: str = "time"
+    # training framework profile (plan/train/frameworks.py): what overlaps with what, the
+    # attention kernel, the recipe per dtype and which layouts the framework can run
+    framework: str = "generic"
     # "flash": the best fused kernel for the accelerator (FA2 on Ampere, FA3/cuDNN on Hopper+);
-    # "flash2": FlashAttention-2 everywhere; "unfused": s^2 scores through HBM (Megatron 2021)
-    attention: str = "flash"
-    # overlap TP collectives with GEMMs (Transformer Engine userbuffers, Megatron-Core
-    # --tp-comm-overlap); off by default, as in plain Megatron-LM and DeepSpeed
-    tp_comm_overlap: bool = False
-    # overlap pipeline sends/receives with the next microbatch's compute (Megatron-Core
-    # overlap_p2p_comm, on with the interleaved schedule); off: blocking p2p (Megatron-LM 2021)
-    pp_comm_overlap: bool = False
-    # overlap expert-parallel all-to-alls with another microbatch's compute (DeepSeek-V3's
-    # DualPipe, arXiv:2412.19437 §3.2.1); off: dispatch and combine sit on the critical path
-    ep_comm_overlap: bool = False
+    # "flash2": FlashAttention-2 everywhere; "unfused": s^2 scores through HBM (Megatron 2021).
+    # None: the framework profile's kernel
+    attention: str | None = None
+    # Each overlap switch below is None for "as the framework profile does" and can be forced
+    # on or off. TP collectives pipelined with GEMMs (Transformer Engine userbuffers,
+    # Megatron-Core --tp-comm-overlap, torchtitan async-TP)
+    tp_comm_overlap: bool | None = None
+    # pipeline sends/receives under the next microbatch's compute (Megatron-Core
+    # overlap_p2p_comm, interleaved schedule only)
+    pp_comm_overlap: bool | None = None
+    # expert-parallel all-to-alls under another microbatch's compute (DeepSeek-V3's DualPipe,
+    # arXiv:2412.19437 §3.2.1)
+    ep_comm_overlap: bool | None = None
     # the data-parallel gradient reduction overlaps the backward pass (PyTorch DDP and FSDP
     # buckets, Megatron-Core overlap_grad_reduce); off: it runs after the last backward
     # (Megatron-LM 2021 --DDP-impl local, DeepSpeed's pipeline engine ReduceGrads)
-    dp_comm_overlap: bool = True
+    dp_comm_overlap: bool | None = None
     # pipeline sends split the activation over the TP ranks and all-gather it on the receiver
     # (Megatron-LM's scatter/gather optimisation, Narayanan et al. 2021 §4.1; implicit with
     # sequence parallelism); off: every TP rank sends the whole tensor (DeepSpeed PipelineEngine)
-    pp_scatter_gather: bool = True
+    pp_scatter_gather: bool | None = None
+    # accelerators that share the scale-up fabric (NVLink domain, TPU slice over ICI); None:
+    # the node type's. Multislice TPU jobs set it to the slice size (DCN between slices)
+    scaleup_domain: int | None = None
     # share of the MAMF-based GEMM/attention rate sustained inside a step; None: the calibrated
     # per-die value (constants.SUSTAINED_COMPUTE_FRACTION)
     sustained_compute_fraction: float | None = None
@@ -71,21 +82,56 @@ class TrainJob:
             raise FlopwiseError(
                 f"price per GPU-hour must not be negative: {self.price_per_gpu_hour}"
             )
-        if self.attention not in ATTENTION_IMPLS:
+        from flopwise.plan.train.frameworks import get_profile
+
+        get_profile(self.framework)
+        if self.attention is not None and self.attention not in ATTENTION_IMPLS:
             raise FlopwiseError(
                 f"attention {self.attention!r} is not one of {', '.join(ATTENTION_IMPLS)}"
             )
         f = self.sustained_compute_fraction
-        if f is not None and not 0.0 < f <= 1.0:
-            raise FlopwiseError(f"sustained compute fraction must be in (0, 1], got {f}")
+        if f is not None and not 0.0 < f <= 1.5:
+            raise FlopwiseError(f"sustained compute fraction must be in (0, 1.5], got {f}")
         if self.objective not in OBJECTIVES:
             raise FlopwiseError(f"objective {self.objective!r} is not one of time, cost")
+
+    @property
+    def profile(self) -> FrameworkProfile:
+        from flopwise.plan.train.frameworks import get_profile
+
+        return get_profile(self.framework)
 
     @property
     def recipe_name(self) -> str:
         if self.recipe:
             return self.recipe
-        return {"fp8": "fp8-adam", "fp32": "fp32-adam"}.get(self.dtype, "bf16-adam")
+        if self.dtype == "fp32":  # CPUs planned from a measured fp32 rate
+            return "fp32-adam"
+        return self.profile.recipe_for(self.dtype)
+
+    @property
+    def attention_kernel(self) -> str:
+        return self.attention or self.profile.attention
+
+    def tp_overlap(self) -> bool:
+        o = self.tp_comm_overlap
+        return self.profile.tp_comm_overlap if o is None else o
+
+    def pp_overlap(self, vpp: int) -> bool:
+        o = self.pp_comm_overlap
+        return self.profile.pp_overlap_active(vpp) if o is None else o
+
+    def ep_overlap(self) -> bool:
+        o = self.ep_comm_overlap
+        return self.profile.ep_comm_overlap if o is None else o
+
+    def dp_overlap(self, pp: int) -> bool:
+        o = self.dp_comm_overlap
+        return self.profile.dp_overlap_active(pp) if o is None else o
+
+    def scatter_gather(self) -> bool:
+        o = self.pp_scatter_gather
+        return self.profile.pp_scatter_gather if o is None else o
 
     @property
     def tokens_per_step(self) -> int:
@@ -159,14 +205,14 @@ class Layout:
         return asdict(self)
 
 
-def zero_shard_gpus(tp: int, dp: int, cp: int, hsdp: bool, gpus_per_node: int) -> int:
+def zero_shard_gpus(tp: int, dp: int, cp: int, hsdp: bool, domain: int) -> int:
     """GPUs ZeRO shards the training state over: the whole DP x CP group, or with HSDP the
-    members of that group inside one node (rank order tp-cp-dp: the group's ranks sit tp
-    apart, so a node holds gpus_per_node / tp of them)."""
+    members of that group inside one scale-up domain (an NVLink node or rack, a TPU slice;
+    rank order tp-cp-dp: the group's ranks sit tp apart, so a domain holds domain / tp)."""
     n = dp * cp
     if not hsdp:
         return n
-    return max(1, min(n, gpus_per_node // tp))
+    return max(1, min(n, domain // tp))
 
 
 def divisors(n: int) -> list[int]:

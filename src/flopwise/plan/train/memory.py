@@ -131,7 +131,7 @@ def layer_activation_bytes(
     per_token = hidden_part + attn + mlp
     full_input = h / (tp if sp else 1)
     scores = 0.0
-    if ctx.job.attention == "unfused":
+    if ctx.job.attention_kernel == "unfused":
         # Korthikanti's 5as^2b: softmax output, dropout mask and dropout output per score
         scores = UNFUSED_SCORE_BYTES_STORED * mb * m.heads / tp * (ctx.job.seq_len / cp) ** 2
     return (

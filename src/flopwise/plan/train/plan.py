@@ -12,6 +12,8 @@ from flopwise.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from flopwise.workload.spec import ModelSpec
 
 from .context import ModelContext
+from .frameworks import constrain
+from .interval import StepInterval, step_interval
 from .layout import (
     Layout,
     LayoutConstraints,
@@ -92,6 +94,38 @@ class TrainPlan:
         gh, price = self.gpu_hours, self.job.price_per_gpu_hour
         return None if gh is None or price is None else gh * price
 
+    @property
+    def interval(self) -> StepInterval | None:
+        """80% interval on the step time from out-of-sample validation residuals."""
+        from .constants import SUSTAINED_COMPUTE_FRACTION, fraction_group
+
+        validated = fraction_group(self.hardware.id) in SUSTAINED_COMPUTE_FRACTION
+        return step_interval(validated, self.job.framework != "generic", self.model.is_moe)
+
+    def _intervals(self) -> dict[str, Any]:
+        """Every time-derived figure as [lo, hi] (None without an interval or the figure)."""
+        iv = self.interval
+        keys = ("step_time_s", "tokens_per_s", "train_days", "gpu_hours", "cost_usd", "mfu")
+        if iv is None:
+            return {f"{k}_interval": None for k in keys} | {"interval": None}
+        train_s = self.train_s
+
+        def scaled(v: float | None) -> list[float] | None:
+            return None if v is None else [v * iv.lo, v * iv.hi]
+
+        def inverse(v: float) -> list[float]:
+            return [v / iv.hi, v / iv.lo]
+
+        return {
+            "step_time_s_interval": scaled(self.step_time_s),
+            "tokens_per_s_interval": inverse(self.tokens_per_s),
+            "mfu_interval": inverse(self.mfu),
+            "train_days_interval": scaled(None if train_s is None else train_s / SECONDS_PER_DAY),
+            "gpu_hours_interval": scaled(self.gpu_hours),
+            "cost_usd_interval": scaled(self.cost_usd),
+            "interval": iv.to_dict(),
+        }
+
     def to_dict(self) -> dict[str, Any]:
         job, best = self.job, self.best
         train_s = self.train_s
@@ -141,6 +175,8 @@ class TrainPlan:
             "gpu_hours": self.gpu_hours,
             "price_per_gpu_hour": job.price_per_gpu_hour,
             "cost_usd": self.cost_usd,
+            **self._intervals(),
+            "framework": job.profile.to_dict(),
             "objective": job.objective,
             "search": self._search_dict(),
         }
@@ -149,8 +185,8 @@ class TrainPlan:
         """GPUs the training state is sharded over (1 without ZeRO)."""
         if lay.zero == 0:
             return 1
-        gpn = int(self.ctx_summary["gpus_per_node"])
-        return zero_shard_gpus(lay.tp, lay.dp, lay.cp, lay.hsdp, gpn)
+        domain = int(self.ctx_summary["scaleup_domain"])
+        return zero_shard_gpus(lay.tp, lay.dp, lay.cp, lay.hsdp, domain)
 
     def _search_dict(self) -> dict[str, Any]:
         o = self.outcome
@@ -215,6 +251,7 @@ def _summary(ctx: ModelContext) -> dict[str, Any]:
         "recompute_flops_per_token": dict(ctx.recompute_flops_per_token),
         "peak_tflops": ctx.peak_flops / 1e12,
         "gpus_per_node": ctx.gpus_per_node,
+        "scaleup_domain": ctx.domain,
         "device_memory_gib": None if ctx.capacity_bytes is None else ctx.capacity_bytes / GIB,
     }
 
@@ -231,6 +268,9 @@ def plan_training(
     what would make the job fit (more GPUs, ZeRO-3, recompute, dropped constraints).
     """
     cons = constraints or LayoutConstraints()
+    extra = constrain(job.profile, cons.given())
+    if extra:
+        cons = replace(cons, **extra)
     if job.seq_len > model.max_seq_len:
         raise FlopwiseError(
             f"sequence length {job.seq_len} exceeds {model.name}'s context of "

@@ -75,6 +75,8 @@ def search(
         mbs = [b for b in mbs if per_replica % b == 0]
         zeros = [cons.zero] if cons.zero is not None else ([0, 1] if pp > 1 else [0, 1, 2, 3])
         zeros = [z for z in zeros if pp == 1 or z <= 1]
+        if cons.zero is None:
+            zeros = [z for z in zeros if z in job.profile.zero_stages]
         if cons.hsdp:
             zeros = [3] if 3 in zeros else []
         # (stage, hsdp): HSDP is a ZeRO-3 variant, tried where the DP group spans nodes

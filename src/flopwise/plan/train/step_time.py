@@ -151,7 +151,7 @@ def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) 
         else:
             one = collective_time_s("all_reduce", size, tp, tier)
         exposed = TP_EXPOSED_FRACTION
-        if ctx.job.tp_comm_overlap:
+        if ctx.job.tp_overlap():
             exposed = 1.0 / tp + OVERLAP_COMPUTE_TAX
         tp_f = 2.0 * one * min(exposed, 1.0)
     # context parallel: ring exchange of K and V, hidden behind the attention core if it can be
@@ -168,7 +168,7 @@ def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) 
         tier = ctx.tier(ep, tp * cp * ep)
         size = t * m.experts_per_token * h * ACT_BYTES / (tp if sp else 1)
         ep_f = frac_moe * 2.0 * collective_time_s("all_to_all", size, ep, tier)
-        if ctx.job.ep_comm_overlap:
+        if ctx.job.ep_overlap():
             # dispatch/combine of one microbatch run under another's compute (DualPipe)
             ep_f *= OVERLAP_COMPUTE_TAX
     res = LayerCost(
@@ -189,11 +189,12 @@ def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) 
 def _attention_core(ctx: ModelContext, t: float, tp: int, mb: int, cp: int) -> tuple[float, float]:
     """(forward, backward) seconds of the attention core for one layer and microbatch."""
     m = ctx.model
-    if ctx.job.attention in ("flash", "flash2"):
+    kernel = ctx.job.attention_kernel
+    if kernel in ("flash", "flash2"):
         flops = ctx.attn_fwd_flops_per_token_layer * t / tp  # causal: masked blocks skipped
         rate = ctx.peak16_flops * ctx.compute_fraction
         f_fwd, f_bwd = ATTENTION_FWD_FRACTION, ATTENTION_BWD_FRACTION
-        if ctx.job.attention == "flash2" and ctx.hw.id.startswith(HOPPER_OR_NEWER_PREFIXES):
+        if kernel == "flash2" and ctx.hw.id.startswith(HOPPER_OR_NEWER_PREFIXES):
             f_fwd, f_bwd = FA2_ON_HOPPER_FWD_FRACTION, FA2_ON_HOPPER_BWD_FRACTION
         fwd = flops / (rate * f_fwd)
         bwd = ATTENTION_BWD_FLOP_FACTOR * flops / (rate * f_bwd)
@@ -305,10 +306,10 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     tied_s = 0.0
     if lay.pp > 1:
         size = lay.microbatch * ctx.job.seq_len / lay.cp * ctx.model.hidden * ACT_BYTES
-        if ctx.job.pp_scatter_gather or lay.sequence_parallel:
+        if ctx.job.scatter_gather() or lay.sequence_parallel:
             size /= lay.tp
         tier = ctx.tier(2, ctx.job.gpus)
-        exposed = OVERLAP_COMPUTE_TAX if ctx.job.pp_comm_overlap else PP_EXPOSED_FRACTION
+        exposed = OVERLAP_COMPUTE_TAX if ctx.job.pp_overlap(lay.vpp) else PP_EXPOSED_FRACTION
         pp_mb = 2.0 * lay.vpp * collective_time_s("send_recv", size, 2, tier) * exposed
         tied_s = tied_embedding_s(ctx, lay)
     per_mb = stage + pp_mb

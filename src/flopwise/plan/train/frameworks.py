@@ -1,0 +1,290 @@
+"""Framework profiles: what a training framework really does, so a plan can say so.
+
+A profile carries the behaviour that changes step time and memory but is not a layout degree:
+which communications overlap with what, the attention kernel, the training-state recipe per
+dtype, and which parallel dimensions the framework can use at all. ``--framework NAME`` picks
+one; every single setting can still be overridden by its own flag (``--attention``,
+``--tp-comm-overlap`` ...). Each value cites the framework's public docs or scripts.
+
+Nothing here is fitted to a published run: a profile says what the framework's code and
+recipes do, and the validation rows of that framework are predicted with the same profile a
+user would pick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from flopwise.errors import FlopwiseError
+
+#: When the data-parallel gradient reduction runs.
+#: "backward": bucketed, launched as buckets fill during the backward of the last microbatch
+#: (PyTorch DDP, FSDP, Megatron-Core overlap_grad_reduce); "after_backward": one reduction
+#: after the last backward (Megatron-LM 2021 --DDP-impl local, DeepSpeed's pipeline engine);
+#: "backward_without_pp": bucketed without pipelining, after the flush with it (Megatron-LM
+#: 2021's sc21 scripts: --DDP-impl torch for the pp=1 runs, local otherwise).
+DP_OVERLAP_MODES: tuple[str, ...] = ("backward", "after_backward", "backward_without_pp")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FrameworkProfile:
+    """What one training framework does, with where each value comes from."""
+
+    name: str
+    summary: str
+    attention: str  # flash | flash2 | unfused
+    dp_overlap: str  # one of DP_OVERLAP_MODES
+    tp_comm_overlap: bool  # TP collectives pipelined with GEMMs (userbuffers / async-TP)
+    pp_comm_overlap: bool  # pipeline p2p overlapped with compute (interleaved schedules)
+    pp_scatter_gather: bool  # p2p sends split over TP ranks (Megatron scatter/gather)
+    ep_comm_overlap: bool  # expert all-to-all under another microbatch's compute
+    recipes: Mapping[str, str]  # dtype -> training-state recipe
+    max_tp: int | None = None  # None: any; 1: the framework has no tensor parallelism
+    max_pp: int | None = None
+    zero_stages: tuple[int, ...] = (0, 1, 2, 3)
+    context_parallel: bool = True
+    sources: tuple[str, ...] = ()
+
+    def recipe_for(self, dtype: str) -> str:
+        return self.recipes.get(dtype, self.recipes["bf16"])
+
+    def pp_overlap_active(self, vpp: int) -> bool:
+        """Megatron-Core overlaps p2p only in the interleaved schedule (overlap_p2p_comm)."""
+        return self.pp_comm_overlap and vpp > 1
+
+    def dp_overlap_active(self, pp: int) -> bool:
+        if self.dp_overlap == "backward":
+            return True
+        if self.dp_overlap == "backward_without_pp":
+            return pp == 1
+        return False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "summary": self.summary,
+            "attention": self.attention,
+            "dp_overlap": self.dp_overlap,
+            "tp_comm_overlap": self.tp_comm_overlap,
+            "pp_comm_overlap": self.pp_comm_overlap,
+            "pp_scatter_gather": self.pp_scatter_gather,
+            "ep_comm_overlap": self.ep_comm_overlap,
+            "recipes": dict(self.recipes),
+            "max_tp": self.max_tp,
+            "max_pp": self.max_pp,
+            "zero_stages": list(self.zero_stages),
+            "context_parallel": self.context_parallel,
+            "sources": list(self.sources),
+        }
+
+
+_DEFAULT_RECIPES = MappingProxyType({"bf16": "bf16-adam", "fp16": "bf16-adam", "fp8": "fp8-adam"})
+_MCORE_RECIPES = MappingProxyType({"bf16": "mcore-bf16", "fp16": "mcore-bf16", "fp8": "mcore-fp8"})
+_FSDP_RECIPES = MappingProxyType({"bf16": "fsdp-mixed", "fp16": "fsdp-mixed", "fp8": "fsdp-mixed"})
+
+_PROFILES: tuple[FrameworkProfile, ...] = (
+    FrameworkProfile(
+        name="generic",
+        summary="PyTorch defaults: bucketed DDP/FSDP gradient reduction during the backward, "
+        "the best fused attention kernel for the device, blocking TP and pipeline "
+        "communication; every layout the planner knows",
+        attention="flash",
+        dp_overlap="backward",
+        tp_comm_overlap=False,
+        pp_comm_overlap=False,
+        pp_scatter_gather=True,
+        ep_comm_overlap=False,
+        recipes=_DEFAULT_RECIPES,
+        sources=(
+            "PyTorch DDP docs: gradients are all-reduced in buckets as they become ready "
+            "during the backward (torch.nn.parallel.DistributedDataParallel, bucket_cap_mb)",
+        ),
+    ),
+    FrameworkProfile(
+        name="megatron-lm-2021",
+        summary="Megatron-LM as in Narayanan et al. 2021 (examples/sc21): unfused attention "
+        "with a fused scale-mask-softmax, fp16 main grads, PyTorch DDP without pipelining "
+        "and the local DDP (reduction after the flush) with it, blocking p2p with "
+        "scatter/gather",
+        attention="unfused",
+        dp_overlap="backward_without_pp",
+        tp_comm_overlap=False,
+        pp_comm_overlap=False,
+        pp_scatter_gather=True,
+        ep_comm_overlap=False,
+        recipes=MappingProxyType(
+            {"bf16": "mcore-bf16", "fp16": "megatron-fp16", "fp8": "mcore-fp8"}
+        ),
+        zero_stages=(0,),
+        context_parallel=False,
+        sources=(
+            "NVIDIA/Megatron-LM examples/sc21/run_table_1.sh and CONFIG.sh: --fp16, "
+            "--DDP-impl torch (pp=1) / local; no flash attention in 2021",
+            "Narayanan et al. 2021 (arXiv:2104.04473) §4.1: scatter/gather of p2p activations",
+        ),
+    ),
+    FrameworkProfile(
+        name="megatron-core",
+        summary="Megatron-Core (Megatron-LM >= core_r0.5): distributed optimizer (ZeRO-1), "
+        "overlap_grad_reduce and overlap_param_gather, Transformer Engine fused attention, "
+        "p2p overlapped in the interleaved schedule; TP communication blocking unless "
+        "--tp-comm-overlap",
+        attention="flash",
+        dp_overlap="backward",
+        tp_comm_overlap=False,
+        pp_comm_overlap=True,
+        pp_scatter_gather=True,
+        ep_comm_overlap=False,
+        recipes=_MCORE_RECIPES,
+        zero_stages=(0, 1),
+        sources=(
+            "megatron/core/distributed/distributed_data_parallel_config.py: overlap_grad_reduce, "
+            "overlap_param_gather, grad_reduce_in_fp32=False",
+            "megatron/core/model_parallel_config.py: overlap_p2p_comm (interleaved schedule), "
+            "tp_comm_overlap default False",
+        ),
+    ),
+    FrameworkProfile(
+        name="nemo",
+        summary="NVIDIA NeMo (2.x recipes on Megatron-Core): as megatron-core, plus TP "
+        "communication overlap (Transformer Engine userbuffers) wherever TP > 1 with "
+        "sequence parallelism",
+        attention="flash",
+        dp_overlap="backward",
+        tp_comm_overlap=True,
+        pp_comm_overlap=True,
+        pp_scatter_gather=True,
+        ep_comm_overlap=False,
+        recipes=_MCORE_RECIPES,
+        zero_stages=(0, 1),
+        sources=(
+            "NVIDIA/NeMo nemo/collections/llm/recipes/*.py performance recipes: "
+            "tp_comm_overlap=True with sequence_parallel, overlap_grad_reduce, "
+            "overlap_param_gather, use_distributed_optimizer",
+            "NeMo performance_summary.md (24.07): layouts with TP/PP/CP/VP per model",
+        ),
+    ),
+    FrameworkProfile(
+        name="torchtitan",
+        summary="torchtitan (PyTorch-native): FSDP2 with bf16 parameters and fp32 "
+        "gradient reduction, prefetched all-gathers and reduce-scatters overlapping "
+        "compute, SDPA attention (FlashAttention-2 kernels), TP via DTensor (async-TP "
+        "only when enabled), pipeline schedules from torch.distributed.pipelining",
+        attention="flash2",
+        dp_overlap="backward",
+        tp_comm_overlap=False,
+        pp_comm_overlap=False,
+        pp_scatter_gather=False,
+        ep_comm_overlap=False,
+        recipes=_FSDP_RECIPES,
+        sources=(
+            "pytorch/torchtitan docs/fsdp.md (FSDP2: reshard_after_forward, implicit "
+            "prefetching) and train_configs/llama3_*.toml (mixed_precision_param bfloat16, "
+            "mixed_precision_reduce float32)",
+            "PyTorch SDPA: the flash backend is FlashAttention-2 "
+            "(torch.nn.functional.scaled_dot_product_attention docs)",
+        ),
+    ),
+    FrameworkProfile(
+        name="llm-foundry",
+        summary="MosaicML llm-foundry / Composer: FSDP only (no tensor or pipeline "
+        "parallelism), FULL_SHARD by default, FlashAttention-2, gradients reduced in fp32 "
+        "(amp) or bf16 (PURE)",
+        attention="flash2",
+        dp_overlap="backward",
+        tp_comm_overlap=False,
+        pp_comm_overlap=False,
+        pp_scatter_gather=False,
+        ep_comm_overlap=False,
+        recipes=_FSDP_RECIPES,
+        max_tp=1,
+        max_pp=1,
+        zero_stages=(2, 3),
+        context_parallel=False,
+        sources=(
+            "mosaicml/llm-foundry scripts/train/benchmarking/README.md: FSDP FULL_SHARD, "
+            "'our models use Flash Attention'",
+            "Composer FSDP docs: mixed_precision DEFAULT reduces in fp32, PURE in bf16",
+        ),
+    ),
+    FrameworkProfile(
+        name="deepspeed",
+        summary="Megatron-DeepSpeed (as BLOOM-176B): DeepSpeed pipeline engine with "
+        "gradients reduced after the pipeline flush, full-tensor p2p from every TP rank, "
+        "unfused attention with fused softmax, ZeRO-1",
+        attention="unfused",
+        dp_overlap="after_backward",
+        tp_comm_overlap=False,
+        pp_comm_overlap=False,
+        pp_scatter_gather=False,
+        ep_comm_overlap=False,
+        recipes=_DEFAULT_RECIPES,
+        context_parallel=False,
+        sources=(
+            "deepspeed/runtime/pipe/engine.py: ReduceGrads after the schedule's last "
+            "backward; SendActivation sends the whole tensor",
+            "bigscience-workshop/bigscience train/tr11-176B-ml/README.md: ZeRO-1, "
+            "Megatron fused softmax",
+        ),
+    ),
+    FrameworkProfile(
+        name="maxtext",
+        summary="MaxText (JAX/XLA on TPU): FSDP over ICI with XLA's asynchronous "
+        "collectives overlapping compute, tensor parallelism over ICI, splash/flash "
+        "attention kernels; no pipeline parallelism in the published configs",
+        attention="flash",
+        dp_overlap="backward",
+        tp_comm_overlap=False,
+        pp_comm_overlap=False,
+        pp_scatter_gather=True,
+        ep_comm_overlap=False,
+        recipes=_FSDP_RECIPES,
+        context_parallel=False,
+        sources=(
+            "AI-Hypercomputer/maxtext MaxText/configs/base.yml: ici_fsdp_parallelism, "
+            "ici_tensor_parallelism, attention 'flash' (splash kernels)",
+        ),
+    ),
+)
+
+PROFILES: Mapping[str, FrameworkProfile] = MappingProxyType({p.name: p for p in _PROFILES})
+FRAMEWORKS: tuple[str, ...] = tuple(PROFILES)
+
+
+def get_profile(name: str) -> FrameworkProfile:
+    """The profile called `name`, or a one-line error listing the valid names."""
+    p = PROFILES.get(name)
+    if p is None:
+        raise FlopwiseError(f"framework {name!r} is not one of {', '.join(FRAMEWORKS)}")
+    return p
+
+
+def constrain(profile: FrameworkProfile, given: Mapping[str, Any]) -> dict[str, Any]:
+    """Layout constraints the profile adds to the user's (`given`: LayoutConstraints.given()),
+    or a one-line error when the user asked for something the framework cannot run."""
+    extra: dict[str, Any] = {}
+    for dim, cap in (("tp", profile.max_tp), ("pp", profile.max_pp)):
+        if cap is None:
+            continue
+        v = given.get(dim)
+        if v is not None and v > cap:
+            raise FlopwiseError(
+                f"--{dim} {v}: framework {profile.name} has no "
+                f"{'tensor' if dim == 'tp' else 'pipeline'} parallelism beyond {cap}"
+            )
+        if v is None:
+            extra[dim] = cap
+    if not profile.context_parallel:
+        v = given.get("cp")
+        if v is not None and v > 1:
+            raise FlopwiseError(f"--cp {v}: framework {profile.name} has no context parallelism")
+        if v is None:
+            extra["cp"] = 1
+    z = given.get("zero")
+    if z is not None and z not in profile.zero_stages:
+        stages = ", ".join(map(str, profile.zero_stages))
+        raise FlopwiseError(f"--zero {z}: framework {profile.name} runs ZeRO stage(s) {stages}")
+    return extra

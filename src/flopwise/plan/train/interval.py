@@ -1,0 +1,93 @@
+"""Prediction intervals for training plans, sized from out-of-sample validation residuals.
+
+`flopwise validate` predicts every published run with the fitted constant refitted without
+the run's source family; the ratio measured/predicted step time of those out-of-sample
+predictions, grouped by regime, gives the spread a new job should expect. The 10th and 90th
+percentiles of that ratio bound an 80% interval. Regimes:
+
+- ``validated`` / ``unvalidated``: whether the accelerator's die has published runs behind its
+  fitted compute fraction (out of sample, a die is unvalidated when only the held-out family
+  ran on it);
+- ``profile`` / ``generic``: whether the job names its framework (``--framework``), or plans
+  with the generic profile (residuals of the same rows predicted with ``--framework generic``).
+
+The quantiles ship as data (catalog/data/intervals_training.json), written by
+``python scripts/fit_intervals.py`` from the validation; tests/train/test_intervals.py checks
+that the shipped file matches what the residuals give.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+#: Nominal coverage of the interval.
+INTERVAL_LEVEL = 0.80
+
+
+@dataclass(frozen=True, slots=True)
+class StepInterval:
+    """Multipliers on the predicted step time: measured step / predicted step quantiles."""
+
+    lo: float
+    hi: float
+    regime: str
+    n: int  # out-of-sample residuals behind it
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "level": INTERVAL_LEVEL,
+            "step_time_factor": [self.lo, self.hi],
+            "regime": self.regime,
+            "n_residuals": self.n,
+            "source": "out-of-sample residuals of flopwise validate (leave one source family "
+            "out), 10th-90th percentile of measured/predicted step time",
+            "note": self.note,
+        }
+
+
+def regime_name(validated: bool, framework_known: bool) -> str:
+    return f"{'validated' if validated else 'unvalidated'}-die/" + (
+        "profile" if framework_known else "generic"
+    )
+
+
+@cache
+def _table() -> dict[str, Any]:
+    path = resources.files("flopwise.catalog").joinpath("data/intervals_training.json")
+    try:
+        with path.open(encoding="utf-8") as fh:
+            data: dict[str, Any] = json.load(fh)
+    except FileNotFoundError:  # before scripts/fit_intervals.py first ran: no intervals
+        return {}
+    return data
+
+
+def step_interval(validated: bool, framework_known: bool, moe: bool) -> StepInterval | None:
+    """The 80% step-time interval for a regime, or None when the shipped table lacks it."""
+    table = _table().get("regimes", {})
+    name = regime_name(validated, framework_known)
+    entry = table.get(name)
+    if entry is None:
+        return None
+    note = ""
+    if moe:
+        note = "no MoE training run is validated: the interval comes from dense runs"
+    return StepInterval(float(entry["lo"]), float(entry["hi"]), name, int(entry["n"]), note)
+
+
+def quantile(values: list[float], q: float) -> float:
+    """Linear-interpolated quantile of `values` (0 <= q <= 1)."""
+    xs = sorted(values)
+    if not xs:
+        raise ValueError("no values")
+    pos = q * (len(xs) - 1)
+    i = int(pos)
+    if i + 1 >= len(xs):
+        return xs[-1]
+    w = pos - i
+    return xs[i] * (1 - w) + xs[i + 1] * w

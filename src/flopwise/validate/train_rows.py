@@ -1,0 +1,529 @@
+"""Each published training run posed as the `flopwise plan train` command a user would type.
+
+A row becomes (model, argv): the architecture as a Hugging Face config (a catalog model when one
+matches exactly, else a ``pub-*`` config shipped under catalog/data/published/models), and the
+flags that state what the source published: GPUs, sequence length, global batch, dtype, the
+framework profile (``--framework``), the hardware and node type, and every layout degree the
+source gives. Degrees it does not give are left to the search, as an operator tuning the run
+would. Nothing here reaches the planner except through those flags, so `validate` can set
+nothing a user cannot (tests/train/test_reproduce.py runs the commands through the CLI).
+
+Which number is compared (the metric) follows the source: whole-cluster tokens/s where
+published (no FLOP convention involved), else the source's TFLOPS per GPU under its convention
+(recompute-inclusive for Megatron-LM 2021 and BLOOM, model FLOPs for NeMo and MaxText), else MFU.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+Row = Mapping[str, str]
+
+#: Source families: the unit of leave-one-source-out cross-validation. Runs of one framework
+#: share its code and habits, so they are held out together (stricter than per document).
+FAMILIES: tuple[str, ...] = (
+    "megatron-lm-2021",
+    "bloom",
+    "nemo",
+    "llm-foundry",
+    "torchtitan",
+    "maxtext",
+)
+
+
+def load_training_runs() -> list[dict[str, str]]:
+    """The published training runs shipped with the package (catalog/data/published)."""
+    path = resources.files("flopwise.catalog").joinpath("data/published/training_runs.csv")
+    with path.open(encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+@dataclass(frozen=True, slots=True)
+class PosedRow:
+    """One published run as a plan-train command, and the number to compare."""
+
+    id: str
+    family: str
+    accelerator: str  # catalog id
+    metric: str  # TrainPlan attribute: tokens_per_s | tflops_per_gpu | hw_tflops_per_gpu | mfu
+    measured: float
+    model: str  # catalog model id (incl. pub-* published architectures)
+    config: Mapping[str, Any]  # the HF config the model id must resolve to
+    argv: tuple[str, ...]  # everything after `flopwise plan train MODEL`
+    note: str
+    peak_memory_gib: float | None  # published peak memory per GPU, when given
+    dense: bool = True
+
+    @property
+    def command(self) -> str:
+        return " ".join(("flopwise", "plan", "train", self.model, *self.argv))
+
+
+def _num(row: Row, key: str) -> float | None:
+    v = (row.get(key) or "").strip()
+    return float(v) if v else None
+
+
+def _int(row: Row, key: str) -> int | None:
+    v = _num(row, key)
+    return None if v is None else int(v)
+
+
+def family_of(row_id: str) -> str | None:
+    prefix = row_id.split("_", 1)[0]
+    return {
+        "n21": "megatron-lm-2021",
+        "bloom": "bloom",
+        "nemo2407": "nemo",
+        "nemo": "nemo",
+        "mpt": "llm-foundry",
+        "tt2412": "torchtitan",
+        "tt2506": "torchtitan",
+        "tt2411": "torchtitan",
+        "maxtext": "maxtext",
+    }.get(prefix)
+
+
+# --- architecture --------------------------------------------------------------------------
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-")
+
+
+def arch_config(row: Row, family: str) -> dict[str, Any] | str:
+    """The row's architecture as a Hugging Face config.json dict, or why there is none."""
+    h, layers, heads = _int(row, "hidden"), _int(row, "layers"), _int(row, "heads")
+    vocab = _int(row, "vocab")
+    if not (h and layers and heads and vocab):
+        return "architecture (hidden, layers, heads, vocab) not published"
+    if "mixtral" in row["model"].lower() or "moe" in row["model"].lower():
+        return "MoE: expert count and routing are not in the published row's shape"
+    kv = _int(row, "kv_heads") or heads
+    ffn = _int(row, "ffn_hidden") or 4 * h
+    seq = _int(row, "seq_len") or 2048
+    notes = row.get("notes", "")
+    if family == "megatron-lm-2021":
+        return {
+            "model_type": "gpt2",
+            "n_embd": h,
+            "n_layer": layers,
+            "n_head": heads,
+            "n_inner": ffn,
+            "vocab_size": vocab,
+            "n_positions": seq,
+            "tie_word_embeddings": True,
+        }
+    if family == "bloom":
+        return {
+            "model_type": "bloom",
+            "hidden_size": h,
+            "n_layer": layers,
+            "n_head": heads,
+            "vocab_size": vocab,
+            "seq_length": max(seq, 2048),
+            "tie_word_embeddings": True,
+        }
+    if family == "llm-foundry":
+        return {
+            "model_type": "mpt",
+            "d_model": h,
+            "n_layers": layers,
+            "n_heads": heads,
+            "ffn_hidden_size": ffn,
+            "vocab_size": vocab,
+            "max_seq_len": max(seq, 2048),  # ALiBi: the run's training length
+            "no_bias": True,
+            "attn_config": {"alibi": True},
+        }
+    max_pos = max(seq, 2048)
+    head_dim = None
+    m = re.search(r"head_dim (\d+)", notes)
+    if m and int(m.group(1)) * heads != h:
+        head_dim = int(m.group(1))
+    gated = "gated SwiGLU" in notes or family == "torchtitan" or "Llama" in row["model"]
+    gated = gated or row["model"].upper().startswith(("LLAMA", "MIXTRAL"))
+    if gated and head_dim is None:
+        return {
+            "model_type": "llama",
+            "hidden_size": h,
+            "num_hidden_layers": layers,
+            "num_attention_heads": heads,
+            "num_key_value_heads": kv,
+            "intermediate_size": ffn,
+            "vocab_size": vocab,
+            "max_position_embeddings": max_pos,
+            "tie_word_embeddings": False,
+        }
+    cfg: dict[str, Any] = {
+        "model_type": "gpt_neox",
+        "hidden_size": h,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "intermediate_size": ffn,
+        "vocab_size": vocab,
+        "max_position_embeddings": max_pos,
+        "tie_word_embeddings": row["model"].startswith("GPT3"),
+    }
+    if kv != heads:
+        cfg["num_key_value_heads"] = kv
+    if head_dim is not None:
+        cfg["head_dim"] = head_dim
+    if family == "maxtext":
+        cfg["attention_bias"] = False  # MaxText dense layers carry no bias
+    return cfg
+
+
+def published_model_id(row: Row, cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(catalog id, config): a stock catalog model when one has the same network and enough
+    context, else the ``pub-*`` architecture shipped for validation. A run longer than the
+    stock model's context (NeMo and torchtitan long-context runs extend RoPE) uses a copy of
+    the stock config with the run's context, as the run's own config did."""
+    from flopwise.catalog.models import load_model_index, read_config_file
+    from flopwise.workload.hf import spec_from_config
+
+    seq = _int(row, "seq_len") or 0
+    for entry in load_model_index().values():
+        if entry.id.startswith("pub-"):
+            continue
+        stock = read_config_file(entry.config_path)
+        if _same_arch(stock, cfg):
+            if spec_from_config(entry.id, stock).max_seq_len >= seq:
+                return entry.id, stock
+            longer = {**stock, "max_position_embeddings": seq}
+            return f"pub-{entry.id}-ctx{seq}", longer
+    base = "pub-" + _slug(row["model"].split("(")[0]) + f"-{cfg_key(cfg)}"
+    ctx = cfg.get("max_seq_len") or cfg.get("max_position_embeddings") or cfg.get("n_positions")
+    if isinstance(ctx, int) and ctx > 2048:
+        base += f"-ctx{ctx}"
+    return base, dict(cfg)
+
+
+def cfg_key(cfg: Mapping[str, Any]) -> str:
+    """A short stable tag of an architecture (layers x hidden), to keep ids apart."""
+    layers = cfg.get("n_layer") or cfg.get("num_hidden_layers") or cfg.get("n_layers")
+    hidden = cfg.get("n_embd") or cfg.get("hidden_size") or cfg.get("d_model")
+    return f"l{layers}h{hidden}"
+
+
+def _same_arch(stock: Mapping[str, Any], cfg: Mapping[str, Any]) -> bool:
+    """Whether a stock config describes the same network (ignoring context length)."""
+    from flopwise.workload.hf import spec_from_config
+
+    if stock.get("model_type") != cfg.get("model_type"):
+        return False
+    try:
+        a = spec_from_config("a", dict(stock))
+        b = spec_from_config("b", dict(cfg))
+    except Exception:
+        return False
+    da, db = a.to_dict(), b.to_dict()
+    for d in (da, db):
+        d.pop("name", None)
+        d.pop("max_seq_len", None)
+    return da == db
+
+
+# --- hardware ------------------------------------------------------------------------------
+
+
+def _hardware(row: Row, family: str) -> tuple[str, list[str], str] | str:
+    """(accelerator id, hardware flags, note) for the row's machine, or why unknown."""
+    acc = row["accelerator"]
+    low = acc.lower()
+    if "jean zay" in low:
+        # tr11-176B-ml README: 4 Omni-Path 100 Gb/s links per 8-GPU node = 6.25 GB/s per GPU
+        return (
+            "a100-sxm-80gb",
+            ["--inter-node-gbps", "6.25", "--gpus-per-node", "8"],
+            "Jean Zay: 4 x 100 Gb/s Omni-Path per 8-GPU node (tr11-176B-ml README)",
+        )
+    if "b200" in low:
+        return "b200", ["--system", "dgx-b200"], ""
+    if "tpu v5e" in low:
+        return "tpu-v5e", ["--system", "tpu-v5e-slice"], ""
+    if "tpu v5p" in low:
+        return "tpu-v5p", ["--system", "tpu-v5p-slice"], ""
+    if "tpu v6e" in low or "trillium" in low:
+        return "tpu-v6e", ["--system", "tpu-v6e-slice"], ""
+    if "tpu" in low or "v100" in low:
+        return f"accelerator {acc!r} has no modelled layout in this source"
+    if "hbm2e" in low and "h100" in low:
+        return (
+            "h100-hbm2e-96gb",
+            ["--system", "grand-teton-h100-hbm2e"],
+            "Meta Grand Teton H100 96GB HBM2e at 500 W (torchtitan benchmarks)",
+        )
+    if "h200" in low:
+        return "h200-sxm", ["--system", "hgx-h200"], ""
+    if "h100" in low:
+        note = "" if "dgx" in low else "node network not published: DGX H100 (8 x 400 Gb/s) assumed"
+        return "h100-sxm", ["--system", "dgx-h100"], note
+    if "a100" in low and "40" in low:
+        return "a100-sxm-40gb", ["--system", "hgx-a100-40gb"], ""
+    if "a100" in low:
+        note = ""
+        if family == "torchtitan":
+            note = "node network not published: DGX A100 (8 x 200 Gb/s) assumed"
+        return "a100-sxm-80gb", ["--system", "dgx-a100"], note
+    return f"accelerator {acc!r} is not modelled"
+
+
+# --- layout per family ---------------------------------------------------------------------
+
+#: Narayanan et al. 2021 Table 1 run scripts (NVIDIA/Megatron-LM examples/sc21/run_table_1.sh):
+#: microbatch size and virtual pipeline depth.
+_SC21_TABLE_1: dict[str, tuple[int, int]] = {
+    "n21_t1_1.7B": (16, 1),
+    "n21_t1_3.6B": (16, 1),
+    "n21_t1_7.5B": (16, 1),
+    "n21_t1_18.4B": (8, 1),
+    "n21_t1_39.1B": (4, 1),
+    "n21_t1_76.1B": (2, 3),
+    "n21_t1_145.6B": (2, 2),
+    "n21_t1_310.1B": (1, 2),
+    "n21_t1_529.6B": (1, 3),
+    "n21_t1_1008.0B": (1, 1),
+}
+
+_SKIP_PREFIXES = {
+    "llama1": "whole-run GPU-hours only; parallel layout, microbatch and recompute never published",
+    "llama2": "whole-run GPU-hours only; parallel layout, microbatch and recompute never published",
+    "opt": "'up to 147 TFLOP/s' with an unpublished FSDP+TP split and FLOP convention",
+    "palm": "TPU v4 with XLA 2D sharding and partial rematerialisation; layout degrees not "
+    "published as TP/PP/DP",
+    "gpt3": "V100 count and layout never published",
+    "gopher": "TPU v3 run; layout and architecture details not in the shared file",
+    "falcon": "GPU-hours only; the 3D layout (and its changes during the run) not published",
+    "starcoderbase": "GPU-hours only; layout, microbatch and recompute not published",
+}
+
+
+def _recompute(text: str) -> str | None:
+    t = text.lower()
+    if not t.strip():
+        return None
+    if t.startswith("none"):
+        return "none"
+    if "full" in t:
+        return "full"
+    return "selective"
+
+
+def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | str:
+    """The layout flags a source states (and those a user of its framework would pass)."""
+    tp, pp, dp, cp = (_int(row, k) for k in ("tp", "pp", "dp", "cp"))
+    mb = _int(row, "microbatch")
+    rid, notes = row["id"], row.get("notes", "")
+    rc = _recompute(row.get("recompute", ""))
+    note = ""
+    out: list[str] = []
+
+    def put(flag: str, value: object) -> None:
+        if value is not None:
+            out.extend([flag, str(value)])
+
+    if family == "megatron-lm-2021":
+        vpp = None
+        if rid in _SC21_TABLE_1:
+            mb, vpp = _SC21_TABLE_1[rid]
+            note = "microbatch and interleaving from Megatron-LM examples/sc21/run_table_1.sh"
+        if tp is None:
+            mp = gpus // (dp or 1)
+            tp, pp = 8, mp // 8
+            note = f"t/p split not transcribed: tp=8 (one DGX A100 node), pp={pp} assumed"
+        for f, v in (("--tp", tp), ("--pp", pp), ("--dp", dp), ("--cp", 1)):
+            put(f, v)
+        put("--vpp", vpp)
+        put("--microbatch", mb)
+        out += ["--recompute", "full", "--zero", "0", "--no-sequence-parallel"]
+        return out, note
+    if family == "bloom":
+        for f, v in (("--tp", tp), ("--pp", pp), ("--dp", dp), ("--microbatch", mb)):
+            put(f, v)
+        out += ["--cp", "1", "--vpp", "1", "--recompute", "full", "--zero", "1"]
+        out += ["--no-sequence-parallel"]
+        return out, "DeepSpeed pipeline engine, ZeRO-1 (tr11-176B-ml README)"
+    if family == "nemo":
+        if "lora" in rid:
+            return "LoRA fine-tuning: frozen base weights (no weight gradients) are not modelled"
+        if tp and pp and dp and (tp * pp * dp * (cp or 1)) != gpus:
+            return (
+                f"layout inconsistent in the source: TPxPPxDPxCP = {tp * pp * dp * (cp or 1)} "
+                f"on {gpus} GPUs"
+            )
+        for f, v in (("--tp", tp), ("--pp", pp), ("--dp", dp), ("--cp", cp or 1)):
+            put(f, v)
+        put("--microbatch", mb)
+        vp = re.search(r"VP=(\d+)", notes)
+        if vp:
+            put("--vpp", int(vp.group(1)))
+        if rid.startswith("nemo2407"):
+            # the 24.07 table lists no recompute: its throughput recipes keep all activations
+            out += ["--recompute", "none"]
+        out += ["--zero", "1"]
+        out += ["--sequence-parallel" if (tp or 1) > 1 else "--no-sequence-parallel"]
+        return out, "NeMo recipes: distributed optimizer (ZeRO-1), SP with TP"
+    if family == "llm-foundry":
+        out += ["--tp", "1", "--pp", "1", "--dp", str(gpus), "--cp", "1", "--zero", "3"]
+        put("--microbatch", mb)
+        put("--recompute", rc)
+        return out, "FSDP FULL_SHARD = ZeRO-3"
+    if family == "torchtitan":
+        if tp is None or dp is None:
+            return "layout not published"
+        for f, v in (("--tp", tp), ("--pp", pp or 1), ("--dp", dp), ("--cp", cp or 1)):
+            put(f, v)
+        if (pp or 1) == 1:
+            put("--microbatch", mb)
+            out += ["--zero", "3"]
+            note = "FSDP2 = ZeRO-3"
+        else:
+            # FSDP2 under pipelining keeps the gathered weights for the whole step
+            # (reshard_after_forward=False): sharded state, no per-microbatch gathers
+            out += ["--zero", "1"]
+            note = "FSDP2 with PP: weights stay gathered through the step (ZeRO-1 traffic)"
+            gbs = (_int(row, "global_batch_tokens") or 0) // (_int(row, "seq_len") or 1)
+            local = gbs // (dp * (cp or 1)) if dp else 0
+            if mb is None and local and pp and local % pp == 0:
+                # torchtitan (2024): n_microbatches = pipeline_parallel_microbatches or the
+                # pipeline degree (torchtitan/parallelisms/pipelining_utils.py)
+                put("--microbatch", local // pp)
+                note += "; microbatches = pipeline degree (torchtitan default)"
+            if "interleaved" in notes.lower() or rid.endswith("i1f1b"):
+                pass  # the virtual stage count is not published: searched
+            else:
+                out += ["--vpp", "1"]
+        put("--recompute", rc)
+        if (tp or 1) > 1:
+            out += ["--sequence-parallel"]
+        if "asynctp" in rid.lower() or "AsyncTP" in notes:
+            out += ["--tp-comm-overlap"]
+        if rc == "selective" and "layer" in row.get("recompute", "").lower():
+            note += "; per-layer SAC (every 2nd layer recomputed) read as selective"
+        return out, note
+    if family == "maxtext":
+        if tp is None or dp is None:
+            return "layout not published (recipe not read)"
+        if not mb:
+            return "per-device batch not published"
+        # MaxText: global batch = per_device_batch_size x chips, one microbatch per step
+        gbs = mb * gpus
+        slices = re.search(r"_(\d+)x", rid)
+        n_slices = int(slices.group(1)) if slices else 1
+        put("--tp", tp)
+        out += ["--pp", "1", "--dp", str(dp), "--cp", "1", "--zero", "3", "--hsdp"]
+        out += ["--scaleup-domain", str(gpus // n_slices)]
+        out += ["--microbatch", str(gbs // dp)]
+        put("--recompute", rc)
+        note = (
+            f"{n_slices} slice(s) of {gpus // n_slices} chips: FSDP over ICI inside a slice, "
+            "data parallel over DCN between slices (HSDP); one microbatch per step"
+        )
+        if "offload" in row.get("recompute", "").lower():
+            note += "; host offload of activations not modelled (read as selective)"
+        return out, note
+    return "no published layout for this family of runs"
+
+
+def _dtype_flags(row: Row, family: str) -> list[str]:
+    d = row.get("dtype", "").lower()
+    if family == "megatron-lm-2021":
+        return ["--dtype", "fp16"]
+    if "fp8" in d or "float8" in d:
+        return ["--dtype", "fp8"]
+    if family == "llm-foundry" and "pure" in d:
+        return ["--dtype", "bf16", "--recipe", "fsdp-pure"]
+    return ["--dtype", "bf16"]
+
+
+def _metric(row: Row, family: str) -> tuple[str, float] | str:
+    if family in ("megatron-lm-2021", "bloom"):
+        v = _num(row, "measured_tflops_per_gpu")
+        return ("hw_tflops_per_gpu", v) if v else "no TFLOPS published"
+    tok = _num(row, "measured_tokens_per_s")
+    if tok:
+        return "tokens_per_s", tok
+    tf = _num(row, "measured_tflops_per_gpu")
+    if tf:
+        return "tflops_per_gpu", tf
+    mfu = _num(row, "measured_mfu")
+    if mfu:
+        return "mfu", mfu
+    return "no throughput published"
+
+
+def _peak_memory_gib(row: Row) -> float | None:
+    m = re.search(r"[Pp]eak memory[^0-9]{0,30}([0-9.]+) GiB", row.get("notes", ""))
+    if m is None:
+        m = re.search(r"Memory ([0-9.]+) GiB", row.get("notes", ""))
+    return float(m.group(1)) if m else None
+
+
+def pose(row: Row) -> PosedRow | str:
+    """The row as a plan-train command, or the reason it cannot be posed."""
+    rid = row["id"]
+    for prefix, why in _SKIP_PREFIXES.items():
+        if rid.startswith(prefix):
+            return why
+    family = family_of(rid)
+    if family is None:
+        return "no framework profile for this source"
+    gpus, seq = _int(row, "num_gpus"), _int(row, "seq_len")
+    if not gpus or not seq:
+        return "GPU count or sequence length not published"
+    metric = _metric(row, family)
+    if isinstance(metric, str):
+        return metric
+    hw = _hardware(row, family)
+    if isinstance(hw, str):
+        return hw
+    acc, hw_flags, hw_note = hw
+    lay = _layout_flags(row, family, gpus)
+    if isinstance(lay, str):
+        return lay
+    lay_flags, lay_note = lay
+    batch_tokens = _int(row, "global_batch_tokens")
+    if family == "maxtext" and not batch_tokens:
+        batch_tokens = (_int(row, "microbatch") or 0) * gpus * seq
+    if not batch_tokens:
+        return "global batch not published"
+    cfg = arch_config(row, family)
+    if isinstance(cfg, str):
+        return cfg
+    model, cfg = published_model_id(row, cfg)
+    argv = [
+        "-a",
+        acc,
+        *hw_flags,
+        "--gpus",
+        str(gpus),
+        "--tokens",
+        "1T",
+        "--seq-len",
+        str(seq),
+        "--global-batch-seqs",
+        str(batch_tokens // seq),
+        *_dtype_flags(row, family),
+        "--framework",
+        family if family not in ("bloom",) else "deepspeed",
+        *lay_flags,
+    ]
+    note = "; ".join(n for n in (lay_note, hw_note) if n)
+    return PosedRow(
+        id=rid,
+        family=family,
+        accelerator=acc,
+        metric=metric[0],
+        measured=metric[1],
+        model=model,
+        config=cfg,
+        argv=tuple(argv),
+        note=note,
+        peak_memory_gib=_peak_memory_gib(row),
+    )

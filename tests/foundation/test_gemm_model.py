@@ -1,0 +1,92 @@
+"""The GEMM shape model (plan/gemm.py) against published GEMM rates, with stated tolerances.
+
+Golden numbers: DeepGEMM README "Performance" tables (H800 SXM5, FP8 block-scaled, Apr 2025)
+and stas00/ml-engineering's MAMF table, as shipped in catalog/data/published/matmul_runs.csv.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from flopwise.errors import FlopwiseError
+from flopwise.hardware import hardware_from_catalog
+from flopwise.plan.gemm import gemm_estimate
+from flopwise.plan.roofline import gemm_time_s
+
+
+def _h800_fp8(m: int, n: int, k: int, groups: int = 1) -> float:
+    hw = hardware_from_catalog("h800")
+    return gemm_estimate(m, n, k, hw, "fp8", batch=groups, scaling="block128").tflops
+
+
+def test_large_fp8_gemm_reaches_the_ceiling() -> None:
+    # DeepGEMM 4096x7168x16384: 1520 TFLOPS; within 10%
+    assert _h800_fp8(4096, 7168, 16384) == pytest.approx(1520, rel=0.10)
+
+
+def test_small_m_gemm_is_bound_by_reading_its_weights() -> None:
+    hw = hardware_from_catalog("h800")
+    est = gemm_estimate(64, 7168, 16384, hw, "fp8", scaling="block128")
+    assert est.bound == "memory"
+    # DeepGEMM 64x7168x16384: 336 TFLOPS (2668 GB/s); within 15%
+    assert est.tflops == pytest.approx(336, rel=0.15)
+
+
+def test_rate_rises_with_k() -> None:
+    rates = [_h800_fp8(4096, 7168, k) for k in (512, 2048, 16384)]
+    assert rates[0] < rates[1] < rates[2]
+    # DeepGEMM: 4096x32768x512 runs at 775 of the 1520 of 4096x7168x16384 (0.51); within 20%
+    ratio = _h800_fp8(4096, 32768, 512) / _h800_fp8(4096, 7168, 16384)
+    assert ratio == pytest.approx(775 / 1520, rel=0.20)
+
+
+def test_grouped_gemm_with_few_tokens_per_expert_is_slower() -> None:
+    few = _h800_fp8(256, 4096, 7168, groups=4)
+    many = _h800_fp8(8192, 4096, 7168, groups=4)
+    assert few < many
+    # DeepGEMM masked grouped 4 x 256 rows: 932; contiguous 4 x 8192 rows: 1346; within 20%
+    assert few == pytest.approx(932, rel=0.20)
+    assert many == pytest.approx(1346, rel=0.20)
+
+
+def test_library_tile_choice_beats_one_fixed_tile_on_awkward_shapes() -> None:
+    """A 4096x2112 output is 544 tiles of 128x128 (4.1 waves on 132 SMs): the library's other
+    tiles and stream-K keep the rate above the single-tile quantization of 0.82."""
+    hw = hardware_from_catalog("h100-sxm")
+    est = gemm_estimate(4096, 2112, 7168, hw, "bf16")
+    assert est.shape_efficiency > 0.9
+
+
+def test_roofline_gemm_time_delegates_and_counts_the_launch() -> None:
+    hw = hardware_from_catalog("h100-sxm")
+    est = gemm_estimate(8192, 8192, 8192, hw, "bf16")
+    assert gemm_time_s(8192, 8192, 8192, hw, "bf16") == est.time_s
+    assert est.time_s > est.kernel_s
+    # a large bf16 GEMM runs near the H100's published MAMF (794.5 TFLOPS)
+    assert est.tflops == pytest.approx(794.5, rel=0.08)
+
+
+def test_bad_shapes_and_scalings_are_one_line_errors() -> None:
+    hw = hardware_from_catalog("h100-sxm")
+    with pytest.raises(FlopwiseError, match="positive"):
+        gemm_estimate(0, 1, 1, hw)
+    with pytest.raises(FlopwiseError, match="valid"):
+        gemm_estimate(64, 64, 64, hw, "fp8", scaling="per_row")
+
+
+def test_validate_matmul_scores_every_row_and_labels_the_in_sample_ones() -> None:
+    from flopwise.validate.matmul import published_matmul_rows, validate_matmul
+
+    rep = validate_matmul()
+    doc = rep.to_dict()
+    assert len(rep.rows) + len(rep.skipped) == len(published_matmul_rows()) == 62
+    assert len(rep.skipped) <= 1
+    assert not any(r.in_sample for r in rep.rows if r.id.startswith("deepgemm_"))
+    assert all(r.in_sample for r in rep.rows if r.id.startswith("mamf_master_"))
+    assert doc["n"] == sum(1 for r in rep.rows if not r.in_sample)
+    assert doc["in_sample"]["n"] + doc["n"] == len(rep.rows)
+    # the out-of-sample error the model was reported with (docs/validation); a regression
+    # beyond 15% mean absolute error fails
+    assert doc["mape_pct"] < 15.0
+    for key in ("mape_pct", "max_abs_error_pct", "bias_pct", "rows", "skipped"):
+        assert key in doc

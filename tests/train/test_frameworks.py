@@ -1,0 +1,102 @@
+"""Framework profiles: what each changes in a plan, and what a framework cannot run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import run_cli
+from flopwise.errors import FlopwiseError
+from flopwise.hardware import hardware_from_catalog
+from flopwise.plan.train import LayoutConstraints, TrainJob, plan_training
+from flopwise.plan.train.frameworks import FRAMEWORKS, PROFILES, get_profile
+from flopwise.workload.hf import load_model
+
+FIXED = LayoutConstraints(tp=8, pp=4, dp=4, cp=1, vpp=1, microbatch=1, recompute="full", zero=1)
+
+
+def _plan(**job: object):  # type: ignore[no-untyped-def]
+    model = load_model("llama-3.1-70b")
+    hw = hardware_from_catalog("h100-sxm", "dgx-h100")
+    j = TrainJob(gpus=128, seq_len=4096, global_batch_seqs=256, **job)  # type: ignore[arg-type]
+    return plan_training(model, hw, j, FIXED)
+
+
+def test_every_profile_cites_sources() -> None:
+    for p in PROFILES.values():
+        assert p.sources, p.name
+        assert p.summary
+
+
+def test_unknown_framework_is_a_one_line_error() -> None:
+    with pytest.raises(FlopwiseError, match="not one of"):
+        get_profile("jax-magic")
+    r = run_cli(
+        "plan",
+        "train",
+        "llama-3.1-8b",
+        "-a",
+        "h100-sxm",
+        "--gpus",
+        "8",
+        "--tokens",
+        "1T",
+        "--framework",
+        "nope",
+    )
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_profile_sets_the_attention_kernel() -> None:
+    unfused = _plan(framework="deepspeed").step_time_s
+    fused = _plan(framework="deepspeed", attention="flash").step_time_s
+    assert unfused > fused  # s^2 scores through HBM
+
+
+def test_override_beats_the_profile() -> None:
+    nemo = _plan(framework="nemo")  # TP comm overlap on
+    forced = _plan(framework="nemo", tp_comm_overlap=False)
+    assert forced.best.step.tp_comm > nemo.best.step.tp_comm
+    assert _plan(framework="generic", tp_comm_overlap=True).best.step.tp_comm == pytest.approx(
+        nemo.best.step.tp_comm
+    )
+
+
+def test_dp_reduction_after_the_flush_is_exposed() -> None:
+    after = _plan(framework="deepspeed", attention="flash").best.step.dp_comm
+    during = _plan(framework="generic").best.step.dp_comm
+    assert after > during
+
+
+def test_framework_without_tp_refuses_tp_and_pins_it() -> None:
+    model = load_model("llama-3.1-8b")
+    hw = hardware_from_catalog("h100-sxm", "dgx-h100")
+    job = TrainJob(gpus=64, seq_len=4096, global_batch_seqs=512, framework="llm-foundry")
+    plan = plan_training(model, hw, job)
+    assert plan.best.layout.tp == plan.best.layout.pp == 1
+    assert plan.best.layout.zero in (2, 3)
+    with pytest.raises(FlopwiseError, match="no tensor parallelism"):
+        plan_training(model, hw, job, LayoutConstraints(tp=2))
+
+
+def test_plan_json_names_the_framework_and_its_recipe() -> None:
+    r = run_cli(
+        "plan",
+        "train",
+        "llama-3.1-8b",
+        "-a",
+        "h100-sxm",
+        "--gpus",
+        "8",
+        "--tokens",
+        "1T",
+        "--framework",
+        "torchtitan",
+        "--json",
+    )
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["framework"]["name"] == "torchtitan"
+    assert doc["recipe"] == "fsdp-mixed"
+    assert set(FRAMEWORKS) >= {"generic", "megatron-core", "nemo", "torchtitan", "maxtext"}

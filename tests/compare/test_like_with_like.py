@@ -125,7 +125,7 @@ def test_intervals_and_goodput_flow_from_the_plan_when_present(
     assert r["effective_cost_usd"] == pytest.approx(r["cost_usd"] * 1.1)
 
 
-def test_rows_are_typed_and_default_to_no_interval() -> None:
+def test_rows_are_typed_and_carry_the_plans_intervals() -> None:
     result = compare_train(
         load_model("llama-3.1-8b"),
         CompareTrainJob(tokens=1e12, gpus=64),
@@ -133,7 +133,14 @@ def test_rows_are_typed_and_default_to_no_interval() -> None:
     )
     (row,) = result.rows
     assert isinstance(row, CompareRow)
-    assert row.train_days_interval is None and row.effective_train_days is None
+    assert row.effective_train_days is None  # no goodput figures from the planner yet
+    iv = row.train_days_interval
+    assert row.train_days is not None and row.cost_usd is not None
+    if iv is not None:  # the training planner's 80% interval, when it gives one
+        assert iv[0] < row.train_days < iv[1]
+        assert row.cost_usd_interval == pytest.approx(
+            [row.cost_usd * iv[0] / row.train_days, row.cost_usd * iv[1] / row.train_days]
+        )
     with pytest.raises(AttributeError):
         row.cost_usd = 0.0  # type: ignore[misc]
     assert "batch" not in row.to_dict() and row.to_dict()["gpus"] == 64

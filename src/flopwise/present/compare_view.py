@@ -61,8 +61,10 @@ def _train_rows(
     doc: dict[str, Any], dated: bool
 ) -> tuple[list[str], list[tuple[Any, ...]], tuple[int, ...]]:
     planned = any(r["layout"] for r in doc["rows"])
+    goodput = any(r.get("effective_train_days") is not None for r in doc["rows"])
     cols = ["", "offer", "GPUs"] + (["layout", "step s"] if planned else [])
-    cols += ["days", "cost", "$/GPU-h" + (" (price date)" if dated else ""), "MFU", "net"]
+    cols += ["days", "cost"] + (["eff. days", "eff. cost"] if goodput else [])
+    cols += ["$/GPU-h" + (" (price date)" if dated else ""), "MFU", "net"]
     rows = [
         (
             "★" if r["pareto"] else "",
@@ -72,13 +74,22 @@ def _train_rows(
             *((layout_text(r["layout"]), fmt_num(r["step_time_s"], 2)) if planned else ()),
             fmt_num(r["train_days"]) + _range(r.get("train_days_interval")),
             _money(r["cost_usd"]),
+            *(
+                (fmt_num(r.get("effective_train_days")), _money(r.get("effective_cost_usd")))
+                if goodput
+                else ()
+            ),
             _price(r, dated),
             "—" if r["mfu"] is None else f"{r['mfu']:.0%}",
             _NET.get(r["network"]["status"], r["network"]["status"]),
         )
         for r in doc["rows"]
     ]
-    right = (3, 4, 6) if not planned else (4, 5, 6, 8)
+    right = tuple(
+        i
+        for i, c in enumerate(cols)
+        if c in ("step s", "days", "cost", "eff. days", "eff. cost", "MFU")
+    )
     return cols, rows, right
 
 

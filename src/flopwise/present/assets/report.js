@@ -110,6 +110,7 @@
     ["days", function (r) { return r.train_days; }, "n", 1, function (r) { return estTip(r, num(r.train_days, 1) + " days" + rangeText(r.train_days_interval, 1)); }],
     ["cost", function (r) { return r.cost_usd; }, "$", 0, costTip],
     ["GPUs", gpusText, null, 0, gpusTip],
+    ["eff. days", function (r) { return r.effective_train_days; }, "n", 1, function (r) { return "expected days with failures, checkpoints and restarts (goodput), from the training plan; cost at that time: " + money(r.effective_cost_usd); }],
     ["accelerator", function (r) { return r.accelerator; }, null],
     ["layout", function (r) { return layoutText(r.layout); }, null, 0, function (r) { return r.ran; }],
     ["step s", function (r) { return r.step_time_s; }, "n", 2, function (r) { return estTip(r, "step time " + num(r.step_time_s, 2) + " s" + rangeText(r.step_time_s_interval, 2)); }],
@@ -138,6 +139,10 @@
     ["region", function (r) { return r.region; }, null],
     ["estimate", function (r) { return r.method; }, null]
   ];
+  // goodput columns only when some row has them (the planner provides them)
+  if (TRAIN && !CMP.rows.some(function (r) { return r.effective_train_days !== null && r.effective_train_days !== undefined; })) {
+    COLS = COLS.filter(function (c) { return c[0] !== "eff. days"; });
+  }
   var sortState = { col: -1, dir: 1 };
   var order = CMP.rows.map(function (_, i) { return i; });
   var visible = CMP.rows.map(function () { return true; });

@@ -159,3 +159,19 @@ def test_a_registered_flag_reaches_every_front_door_and_job_files(
     for door in ("plan", "compare"):
         assert main([door, "train", "--config", job, "--print-config"]) == 0
         assert tomllib.loads(capsys.readouterr().out)["memory-headroom"] == 0.1
+
+
+def test_a_config_path_in_a_job_file_is_relative_to_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    from flopwise.catalog.models import find_model_entry
+
+    entry = find_model_entry("mistral-7b")
+    assert entry is not None
+    (tmp_path / "jobs").mkdir()
+    shutil.copy(entry.config_path, tmp_path / "jobs" / "my-model.json")
+    job = _write(tmp_path / "jobs", 'model = "./my-model.json"\ngpus = 8\ntokens = "1B"\n')
+    doc = _json(capsys, "plan", "train", "--config", job, "-a", "h100-sxm", "--json")
+    assert doc["model"] == "my-model"

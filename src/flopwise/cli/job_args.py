@@ -558,6 +558,15 @@ def load_job_file(path: str) -> dict[str, Any]:
     return out
 
 
+def _model_from_file(model: str, path: str) -> str:
+    """A relative config.json path in a job file is relative to the job file's folder."""
+    candidate = Path(path).parent / model
+    looks_like_path = model.endswith(".json") or model.startswith((".", "/", "~"))
+    if looks_like_path and not Path(model).is_absolute() and candidate.exists():
+        return str(candidate)
+    return model
+
+
 def _from_file(f: JobFlag, value: Any, path: str) -> Any:
     where = f"--config {path!r}: {f.name}"
     if f.action in (BOOL, FLAG):
@@ -596,7 +605,7 @@ def resolve_job(args: argparse.Namespace) -> dict[str, Any]:
         ignored = []
         for key, value in raw.items():
             if key == "model":
-                file_values[key] = str(value)
+                file_values[key] = _model_from_file(str(value), args.config)
             elif key in mine:
                 file_values[key] = _from_file(mine[key], value, args.config)
             elif key in known:

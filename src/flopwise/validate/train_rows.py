@@ -352,6 +352,11 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
     if family == "nemo":
         if "lora" in rid:
             return "LoRA fine-tuning: frozen base weights (no weight gradients) are not modelled"
+        if "_sft_" in rid:
+            return (
+                "SFT on SQuAD packed to 4096 tokens: attention spans each packed example, "
+                "whose lengths are not published, not the 4096-token sequence"
+            )
         if tp and pp and dp and (tp * pp * dp * (cp or 1)) != gpus:
             return (
                 f"layout inconsistent in the source: TPxPPxDPxCP = {tp * pp * dp * (cp or 1)} "

@@ -44,9 +44,9 @@ __all__ = [
     "validate_training",
 ]
 
-#: Values of the sustained compute fraction each row is evaluated at (0.50 to 1.25: above 1
+#: Values of the sustained compute fraction each row is evaluated at (0.50 to 1.30: above 1
 #: where the assumed GEMM ceiling of a die without a published MAMF is too low, e.g. TPUs).
-FIT_GRID: tuple[float, ...] = tuple(round(0.50 + 0.05 * i, 2) for i in range(16))
+FIT_GRID: tuple[float, ...] = tuple(round(0.50 + 0.1 * i, 2) for i in range(9))
 
 
 @cache

@@ -126,15 +126,15 @@ FP8_CAST_BYTES_PER_ELEMENT = 4.0
 #: (efficiency.GEMM_FRACTION_WITHOUT_MAMF): that is why TPU values exceed 1.
 #: Its own out-of-sample error is what `flopwise validate` leads with: every row is
 #: predicted with the fraction refitted without the row's source family.
-#: Fit data (2026-11-22, 202 rows): ga100 from Megatron-LM 2021, BLOOM, llm-foundry and
+#: Fit data (2026-11-22, 199 rows, GEMMs by shape through plan/gemm.py): ga100 from Megatron-LM 2021, BLOOM, llm-foundry and
 #: torchtitan A100 runs; gh100 from NeMo 24.07/long-context, llm-foundry, torchtitan (H100
 #: 500 W parts scaled by efficiency.power_clock_factor) and Trainy H200; TPUs from MaxText.
-SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.75
+SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.78
 SUSTAINED_COMPUTE_FRACTION: dict[str, float] = {
-    "ga100": 0.785,
-    "gh100": 0.68,
+    "ga100": 0.81,
+    "gh100": 0.70,
     "tpu-v5e": 1.11,
-    "tpu-v5p": 0.96,
+    "tpu-v5p": 0.965,
     "tpu-v6e": 0.70,
 }
 

@@ -1,0 +1,81 @@
+"""Prediction intervals: sized from out-of-sample residuals, shipped as data, shown in plans."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+from conftest import run_cli
+
+from flopwise.plan.train.interval import quantile, step_interval
+
+
+def test_quantile_interpolates() -> None:
+    assert quantile([1.0, 2.0, 3.0, 4.0, 5.0], 0.5) == 3.0
+    assert quantile([1.0, 2.0], 0.25) == pytest.approx(1.25)
+    with pytest.raises(ValueError):
+        quantile([], 0.5)
+
+
+@pytest.mark.slow
+def test_shipped_intervals_are_what_the_residuals_give() -> None:
+    from flopwise.validate.training import validate_training
+
+    path = resources.files("flopwise.catalog").joinpath("data/intervals_training.json")
+    shipped = json.loads(path.read_text(encoding="utf-8"))["regimes"]
+    assert shipped == validate_training().interval_table(), "re-run python scripts/fit_intervals.py"
+
+
+def test_generic_framework_gets_a_wider_interval_than_a_named_one() -> None:
+    named = step_interval(True, True, False)
+    generic = step_interval(True, False, False)
+    assert named is not None and generic is not None
+    assert generic.hi - generic.lo > named.hi - named.lo
+    assert named.lo < 1.0 < named.hi
+
+
+def test_plan_json_carries_intervals_around_every_time_figure() -> None:
+    r = run_cli(
+        "plan",
+        "train",
+        "llama-3.1-8b",
+        "-a",
+        "h100-sxm",
+        "--gpus",
+        "64",
+        "--tokens",
+        "1T",
+        "--framework",
+        "nemo",
+        "--price-per-gpu-hour",
+        "2",
+        "--json",
+    )
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    for key in ("step_time_s", "train_days", "gpu_hours", "cost_usd"):
+        lo, hi = d[f"{key}_interval"]
+        assert lo < d[key] < hi, key
+    lo, hi = d["tokens_per_s_interval"]
+    assert lo < d["tokens_per_s"] < hi
+    assert d["interval"]["regime"] == "validated-die/profile"
+    txt = run_cli(
+        "plan",
+        "train",
+        "llama-3.1-8b",
+        "-a",
+        "h100-sxm",
+        "--gpus",
+        "64",
+        "--tokens",
+        "1T",
+        "--framework",
+        "nemo",
+    )
+    assert "80% interval" in txt.stdout
+
+
+def test_moe_plans_say_their_interval_comes_from_dense_runs() -> None:
+    iv = step_interval(True, True, moe=True)
+    assert iv is not None and "MoE" in iv.note

@@ -6,8 +6,8 @@ import json
 from importlib import resources
 
 import pytest
-from conftest import run_cli
 
+from conftest import run_cli
 from flopwise.plan.train.interval import quantile, step_interval
 
 

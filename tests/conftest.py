@@ -14,9 +14,12 @@ import pytest
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     home = tmp_path / "flopwise-home"
     monkeypatch.setenv("FLOPWISE_HOME", str(home))
-    from flopwise.catalog import accelerators, models, systems
+    from flopwise.catalog import accelerators, goodput, models, systems
 
     caches = (
+        goodput.load_failure_causes,
+        goodput.load_storage_tiers,
+        goodput._links,
         accelerators.load_accelerators,
         accelerators._alias_index,
         models.load_model_index,

@@ -15,6 +15,7 @@ from flopwise.compare import (
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware, hardware_from_catalog
 from flopwise.plan.first_order import FirstOrderTrainPlan, first_order_train
+from flopwise.plan.goodput import Goodput, GoodputInputs, Storage, plan_goodput
 from flopwise.plan.infer import DraftConfig, InferJob, InferPlan, plan_inference
 from flopwise.plan.train import Layout, LayoutConstraints, TrainJob, TrainPlan, plan_training
 from flopwise.results import ResultStore
@@ -38,6 +39,8 @@ __all__ = [
     "DraftConfig",
     "FirstOrderTrainPlan",
     "FlopwiseError",
+    "Goodput",
+    "GoodputInputs",
     "Hardware",
     "InferJob",
     "InferPlan",
@@ -48,6 +51,7 @@ __all__ = [
     "Offer",
     "ParamCounts",
     "ResultStore",
+    "Storage",
     "TrainJob",
     "TrainPlan",
     "__version__",
@@ -64,6 +68,7 @@ __all__ = [
     "load_model",
     "load_offers",
     "load_systems",
+    "plan_goodput",
     "plan_inference",
     "plan_training",
     "spec_from_config",

@@ -132,7 +132,16 @@ def compare_from_args(args: argparse.Namespace) -> Any:
             mfu=args.mfu,
             layout=layout,
         )
-        return compare_train(model, job, candidates, sort=args.sort, hardware=hardware)
+        from flopwise.cli.goodput_args import goodput_inputs_from_args
+
+        return compare_train(
+            model,
+            job,
+            candidates,
+            sort=args.sort,
+            hardware=hardware,
+            goodput=goodput_inputs_from_args(args),
+        )
     if args.input_len + args.output_len > model.max_seq_len:
         raise FlopwiseError(
             f"--input-len + --output-len = {args.input_len + args.output_len} exceeds "

@@ -65,6 +65,13 @@ def _acceptance(text: str) -> float:
     return value
 
 
+def _positive_float(text: str) -> float:
+    value = non_negative_float(text)
+    if value <= 0:
+        raise FlopwiseError(f"{text!r} must be a positive number")
+    return value
+
+
 def _measured(text: str) -> str:
     return text.strip()
 
@@ -106,6 +113,7 @@ def _frameworks() -> tuple[str, ...]:
     return tuple(FRAMEWORKS)
 
 
+_GOODPUT = "goodput (failures, checkpoints, restarts; defaults: catalog failures.csv, storage.csv)"
 _WHERE = "where to run (compare and report)"
 _T, _I = ("train",), ("infer",)
 _PLAN, _CMP = ("plan",), ("compare",)
@@ -299,6 +307,87 @@ JOB_FLAGS: list[JobFlag] = [
         kinds=_T,
         parse=fraction,
         metavar="X",
+    ),
+    # --- goodput (plan/compare/report train): failures, checkpoints, restarts ---
+    JobFlag(
+        "failures-per-gpu-day",
+        "interruptions per GPU per day, all unexpected (default: the catalog's Llama 3 405B "
+        "causes, ~5.3e-4 per GPU-day at 16K GPUs)",
+        kinds=_T,
+        parse=non_negative_float,
+        metavar="X",
+        group=_GOODPUT,
+    ),
+    JobFlag(
+        "failure-profile",
+        "failure causes of a published cluster from the catalog: llama3-405b (default, H100, by "
+        "cause), meta-rsc1-a100, meta-rsc2-a100",
+        kinds=_T,
+        metavar="ID",
+        group=_GOODPUT,
+    ),
+    JobFlag(
+        "failure-data",
+        "your cluster's interruptions by cause, columns as the catalog's failures.csv",
+        kinds=_T,
+        metavar="CSV",
+        group=_GOODPUT,
+    ),
+    JobFlag(
+        "storage",
+        "checkpoint storage tier from the catalog (storage.csv)",
+        kinds=_T,
+        metavar="ID",
+        group=_GOODPUT,
+    ),
+    JobFlag(
+        "checkpoint-write-gbps",
+        "aggregate checkpoint write bandwidth of the whole job, GB/s",
+        kinds=_T,
+        parse=_positive_float,
+        metavar="X",
+        group=_GOODPUT,
+    ),
+    JobFlag(
+        "checkpoint-read-gbps",
+        "aggregate checkpoint read bandwidth, GB/s (default: the write bandwidth)",
+        kinds=_T,
+        parse=_positive_float,
+        metavar="X",
+        group=_GOODPUT,
+    ),
+    JobFlag(
+        "async-checkpoint",
+        "snapshot to host memory and drain in the background (PyTorch DCP async_save, "
+        "Megatron-Core --async-save); default: synchronous",
+        kinds=_T,
+        action=BOOL,
+        default=False,
+        group=_GOODPUT,
+    ),
+    JobFlag(
+        "checkpoint-interval-s",
+        "checkpoint every S seconds instead of the Young/Daly optimum",
+        kinds=_T,
+        parse=_positive_float,
+        metavar="S",
+        group=_GOODPUT,
+    ),
+    JobFlag(
+        "failure-detection-s",
+        "seconds until a failure is noticed (default 600: PyTorch's NCCL timeout)",
+        kinds=_T,
+        parse=non_negative_float,
+        metavar="S",
+        group=_GOODPUT,
+    ),
+    JobFlag(
+        "restart-overhead-s",
+        "seconds to replace a node and relaunch, excluding the checkpoint load (default 150)",
+        kinds=_T,
+        parse=non_negative_float,
+        metavar="S",
+        group=_GOODPUT,
     ),
     # --- inference ---
     JobFlag(

@@ -47,6 +47,11 @@ def run_train(args: argparse.Namespace) -> int:
         return _first_order(args)
     plan = train_plan_from_args(args)
     doc = plan.to_dict()
+    if plan.fits is not False:
+        from flopwise.cli.goodput_args import goodput_inputs_from_args
+        from flopwise.plan.goodput import plan_goodput
+
+        doc["goodput"] = plan_goodput(plan, goodput_inputs_from_args(args)).to_dict()
     if args.json:
         from flopwise.present.jsonout import emit
 

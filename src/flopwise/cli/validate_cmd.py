@@ -8,7 +8,7 @@ from typing import Any
 
 from flopwise.cli._args import add_json
 
-SECTIONS: tuple[str, ...] = ("training", "inference", "matmul")
+SECTIONS: tuple[str, ...] = ("training", "inference", "matmul", "goodput")
 
 
 def register(sub: Any) -> None:
@@ -54,6 +54,10 @@ def run_validate(args: argparse.Namespace) -> int:
         from flopwise.validate.matmul import validate_matmul
 
         doc["matmul"] = validate_matmul().to_dict()
+    if args.only in (None, "goodput"):
+        from flopwise.validate.goodput import validate_goodput
+
+        doc["goodput"] = validate_goodput().to_dict()
     if args.json:
         from flopwise.present.jsonout import emit
 

@@ -181,7 +181,10 @@ def compare_train(
     *,
     sort: str = "cost",
     hardware: HardwareFor = catalog_hardware,
+    goodput: Any = None,  # GoodputInputs: rank by effective time and cost (goodput_rank.py)
 ) -> CompareResult:
+    from flopwise.compare.goodput_rank import goodput_fields, rank_keys
+
     rows: list[dict[str, Any]] = []
     excluded: list[dict[str, Any]] = []
     hw_by_row: dict[int, Hardware] = {}
@@ -257,12 +260,11 @@ def compare_train(
             "hardware_sources": {k: f"{o.kind}: {o.detail}" for k, o in hw.origins.items()},
             **_train_extras(est, c.price_per_hour, instances),
         }
+        row.update(goodput_fields(est["plan"], cost, goodput))
         hw_by_row[id(row)] = hw
         row["_plan"] = est["plan"]
         rows.append(row)
-    return _finish(
-        "train", model, job.to_dict(), rows, excluded, sort, "train_days", "cost_usd", hw_by_row
-    )
+    return _finish("train", model, job.to_dict(), rows, excluded, sort, *rank_keys(rows), hw_by_row)
 
 
 def _gpus_per_node(system_id: str) -> int:

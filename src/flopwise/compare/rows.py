@@ -102,6 +102,8 @@ _TRAIN_ONLY: tuple[str, ...] = (
     "cost_usd_interval",
     "effective_train_days",
     "effective_cost_usd",
+    "goodput_fraction",
+    "goodput",
 )
 _INFER_ONLY: tuple[str, ...] = (
     "batch",
@@ -191,6 +193,8 @@ class CompareRow:
     # goodput: expected days and cost with failures and restarts, when the planner gives them
     effective_train_days: float | None = None
     effective_cost_usd: float | None = None
+    goodput_fraction: float | None = None
+    goodput: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

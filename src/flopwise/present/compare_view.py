@@ -63,7 +63,7 @@ def _train_rows(
     planned = any(r["layout"] for r in doc["rows"])
     goodput = any(r.get("effective_train_days") is not None for r in doc["rows"])
     cols = ["", "offer", "GPUs"] + (["layout", "step s"] if planned else [])
-    cols += ["days", "cost"] + (["eff. days", "eff. cost"] if goodput else [])
+    cols += ["days", "cost"] + (["eff. days", "goodput", "eff. cost"] if goodput else [])
     cols += ["$/GPU-h" + (" (price date)" if dated else ""), "MFU", "net"]
     rows = [
         (
@@ -74,11 +74,7 @@ def _train_rows(
             *((layout_text(r["layout"]), fmt_num(r["step_time_s"], 2)) if planned else ()),
             fmt_num(r["train_days"]) + _range(r.get("train_days_interval")),
             _money(r["cost_usd"]),
-            *(
-                (fmt_num(r.get("effective_train_days")), _money(r.get("effective_cost_usd")))
-                if goodput
-                else ()
-            ),
+            *((*_effective(r), _money(r.get("effective_cost_usd"))) if goodput else ()),
             _price(r, dated),
             "—" if r["mfu"] is None else f"{r['mfu']:.0%}",
             _NET.get(r["network"]["status"], r["network"]["status"]),
@@ -88,9 +84,17 @@ def _train_rows(
     right = tuple(
         i
         for i, c in enumerate(cols)
-        if c in ("step s", "days", "cost", "eff. days", "eff. cost", "MFU")
+        if c in ("step s", "days", "cost", "eff. days", "goodput", "eff. cost", "MFU")
     )
     return cols, rows, right
+
+
+def _effective(r: dict[str, Any]) -> tuple[str, str]:
+    """Effective days and goodput cells (— where the row has no goodput)."""
+    frac = r.get("goodput_fraction")
+    return fmt_num(r.get("effective_train_days"), unknown="—"), (
+        "—" if frac is None else f"{frac:.0%}"
+    )
 
 
 def _infer_rows(
@@ -155,8 +159,9 @@ def show_compare(doc: dict[str, Any]) -> None:
     if kinds:
         as_of += f"Price kinds other than on-demand: {', '.join(kinds)}. "
     caption = as_of + (
-        f"★ Pareto-optimal (no other row both faster and cheaper); --json 'ran' states what each "
-        f"row ran. Estimates: "
+        f"★ Pareto-optimal (no other row both faster and cheaper); ranked by "
+        f"{doc['time_metric'].replace('_', ' ')} / {doc['cost_metric'].replace('_', ' ')}; "
+        "--json 'ran' states what each row ran. Estimates: "
         f"{', '.join(methods) or 'none'}. net: offer network vs the plan's node type "
         "(ok/SLOWER/faster, ? = not published). "
         f"{len(doc['excluded'])} offers cannot run this job (see --json 'excluded')."

@@ -167,6 +167,10 @@ def show_train_plan(doc: dict[str, Any]) -> None:
         )
     else:
         out.print(note)
+    if doc.get("goodput"):
+        from flopwise.present.goodput_view import show_goodput
+
+        show_goodput(doc["goodput"])
     if "nothing_fits" in s:
         nf = s["nothing_fits"]
         out.print(f"[bold red]Nothing fits:[/] {nf['why']}")

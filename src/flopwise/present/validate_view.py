@@ -113,6 +113,9 @@ def show_validation(doc: dict[str, Any], rows: bool = False) -> None:
         if section == "matmul":
             show_matmul_validation(rep)
             continue
+        if section == "goodput":
+            show_goodput_validation(rep)
+            continue
         rows_ = [
             (
                 r["id"],
@@ -191,6 +194,56 @@ def show_matmul_validation(rep: dict[str, Any]) -> None:
         out.print(
             table(
                 "Not modelled (matmul)",
+                ["id", "why"],
+                [(s["id"], s["reason"]) for s in rep["skipped"]],
+            )
+        )
+
+
+def show_goodput_validation(rep: dict[str, Any]) -> None:
+    """The goodput section: point rows with their error, range rows met or not."""
+    out = console()
+
+    def published(r: dict[str, Any]) -> str:
+        if r["measured"] is not None:
+            return f"{r['measured']:.4g}"
+        lo, hi = r["published_low"], r["published_high"]
+        return f"[{'' if lo is None else f'{lo:.4g}'}, {'' if hi is None else f'{hi:.4g}'}]"
+
+    def error(r: dict[str, Any]) -> str:
+        if r["within_range"] is not None:
+            return "in range" if r["within_range"] else f"{r['error_pct']:+.1f}% outside"
+        return f"{r['error_pct']:+.1f}%"
+
+    rows = [
+        (
+            r["id"] + (" (in-sample)" if r["in_sample"] else ""),
+            r["metric"],
+            published(r),
+            f"{r['predicted']:.4g}",
+            error(r),
+        )
+        for r in rep["rows"]
+    ]
+    oos = rep["mape_out_of_sample_pct"]
+    caption = (
+        f"{rep['n']} rows ({rep['n_in_sample']} in-sample: a default constant comes from the "
+        f"same source); {rep['ranges_met']}/{rep['ranges']} published ranges met; out-of-sample "
+        f"mean absolute error {'n/a' if oos is None else f'{oos:.1f}%'}; notes: --json"
+    )
+    out.print(
+        table(
+            "Validation: goodput",
+            ["id", "metric", "published", "predicted", "error"],
+            rows,
+            caption=caption,
+            right=(2, 3, 4),
+        )
+    )
+    if rep.get("skipped"):
+        out.print(
+            table(
+                "Not modelled (goodput)",
                 ["id", "why"],
                 [(s["id"], s["reason"]) for s in rep["skipped"]],
             )

@@ -59,7 +59,7 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
         if name not in values:
             ref = f"result {result.id} ({result.created_at}, {result.host})"
             values[name] = (float(s["busbw_gbps"]), ref)
-    if not found:
+    if not found and store.latest("io") is None:  # storage alone: read by goodput
         raise FlopwiseError(
             f"no stored measurements for {hw.id}; run `flopwise bench matmul` and "
             "`flopwise bench memory` on that machine first"
@@ -86,6 +86,8 @@ def _select_any(store: ResultStore, accelerator: str, selector: str) -> StoredRe
     except ValueError:
         raise FlopwiseError(f"--measured takes a result id or 'latest', got {selector!r}") from None
     result = store.get(result_id)
+    if result.kind == "io":
+        return result  # storage has no accelerator: goodput reads it (results/measured_io.py)
     if result.accelerator != accelerator:
         raise FlopwiseError(
             f"result {result_id} was measured on {result.accelerator or 'an unknown device'}, "

@@ -98,6 +98,11 @@
     return r.instances + " instances x $" + num(r.price_per_hour, 2) + "/h x " + num(r.train_days * 24, 0) + " h" +
       rangeText(r.cost_usd_interval, 0) + ". Price: " + priceTip(r) + ". Days: see the days column";
   }
+  function goodputTip(r) {
+    var g = (r.goodput || {}).detail || {};
+    return "expected with failures, checkpoints and restarts (goodput " + (r.goodput_fraction === null || r.goodput_fraction === undefined ? "unknown" : (100 * r.goodput_fraction).toFixed(0) + "%") +
+      "): " + num(r.effective_train_days, 1) + " days, " + money(r.effective_cost_usd) + (g.failure_source ? "; failures: " + g.failure_source : "") + (g.storage_source ? "; checkpoint storage: " + g.storage_source : "") + ". Ideal: see days and cost";
+  }
   function gpusText(r) { return r.instances + "x" + r.gpus_per_instance + (r.gpus !== r.gpus_requested ? " *" : ""); }
   function gpusTip(r) { return r.ran + (r.chips_note ? "; " + r.chips_note : "") + "; billed: " + r.gpus_billed + " " + r.accelerator; }
 
@@ -109,8 +114,10 @@
     ["instance", function (r) { return r.instance; }, null, 0, function (r) { return r.provider + " " + r.instance + (r.region ? " (" + r.region + ")" : "") + ": " + r.gpus_per_instance + " x " + r.accelerator; }],
     ["days", function (r) { return r.train_days; }, "n", 1, function (r) { return estTip(r, num(r.train_days, 1) + " days" + rangeText(r.train_days_interval, 1)); }],
     ["cost", function (r) { return r.cost_usd; }, "$", 0, costTip],
+    ["eff. days", function (r) { return r.effective_train_days; }, "n", 1, goodputTip],
+    ["eff. cost", function (r) { return r.effective_cost_usd; }, "$", 0, goodputTip],
+    ["goodput", function (r) { return r.goodput_fraction; }, "p", 0, goodputTip],
     ["GPUs", gpusText, null, 0, gpusTip],
-    ["eff. days", function (r) { return r.effective_train_days; }, "n", 1, function (r) { return "expected days with failures, checkpoints and restarts (goodput), from the training plan; cost at that time: " + money(r.effective_cost_usd); }],
     ["accelerator", function (r) { return r.accelerator; }, null],
     ["layout", function (r) { return layoutText(r.layout); }, null, 0, function (r) { return r.ran; }],
     ["step s", function (r) { return r.step_time_s; }, "n", 2, function (r) { return estTip(r, "step time " + num(r.step_time_s, 2) + " s" + rangeText(r.step_time_s_interval, 2)); }],
@@ -141,7 +148,7 @@
   ];
   // goodput columns only when some row has them (the planner provides them)
   if (TRAIN && !CMP.rows.some(function (r) { return r.effective_train_days !== null && r.effective_train_days !== undefined; })) {
-    COLS = COLS.filter(function (c) { return c[0] !== "eff. days"; });
+    COLS = COLS.filter(function (c) { return ["eff. days", "eff. cost", "goodput"].indexOf(c[0]) < 0; });
   }
   var sortState = { col: -1, dir: 1 };
   var order = CMP.rows.map(function (_, i) { return i; });
@@ -291,8 +298,9 @@
     var pad = function (e, log) { return log ? [e[0] / 1.3, e[1] * 1.3] : [Math.max(0, e[0] - (e[1] - e[0]) * 0.08 - e[0] * 0.05), e[1] + (e[1] - e[0]) * 0.08 + e[1] * 0.05]; };
     xe = pad(xe, xlog); ye = pad(ye, ylog);
     var x = scale(xe[0], xe[1], box.l, box.r, xlog), y = scale(ye[0], ye[1], box.b, box.t, ylog);
-    var xl = TRAIN ? "training time, days" : "end-to-end latency, s";
-    var yl = TRAIN ? "total cost, USD" : "USD per million output tokens";
+    var eff = tk.indexOf("effective") === 0 ? "effective " : "";
+    var xl = TRAIN ? eff + "training time, days" : "end-to-end latency, s";
+    var yl = TRAIN ? eff + "total cost, USD" : "USD per million output tokens";
     axes(root, x, y, ticks(xe[0], xe[1], xlog), ticks(ye[0], ye[1], ylog), box, xl, yl);
     var front = pts.filter(function (r) { return r.pareto; }).sort(function (a, b) { return a[tk] - b[tk]; });
     if (front.length > 1) {

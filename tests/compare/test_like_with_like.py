@@ -109,7 +109,6 @@ def test_intervals_and_goodput_flow_from_the_plan_when_present(
             **est["plan"],
             "train_days_interval": [days * 0.9, days * 1.2],
             "step_time_s_interval": [1.0, 2.0],
-            "goodput": {"effective_train_days": days * 1.1},
         }
         return est
 
@@ -122,7 +121,25 @@ def test_intervals_and_goodput_flow_from_the_plan_when_present(
     (r,) = doc["rows"]
     assert r["cost_usd_interval"] == pytest.approx([r["cost_usd"] * 0.9, r["cost_usd"] * 1.2])
     assert r["step_time_s_interval"] == [1.0, 2.0]
-    assert r["effective_cost_usd"] == pytest.approx(r["cost_usd"] * 1.1)
+
+
+def test_goodput_rows_rank_by_effective_figures() -> None:
+    from flopwise.plan.goodput import GoodputInputs
+
+    doc = compare_train(
+        load_model("llama-3.1-8b"),
+        CompareTrainJob(tokens=1e12, gpus=64),
+        from_accelerators(["h100-sxm", "b200"], 2.0),
+        goodput=GoodputInputs(),
+    ).to_dict()
+    assert (doc["time_metric"], doc["cost_metric"]) == (
+        "effective_train_days",
+        "effective_cost_usd",
+    )
+    for r in doc["rows"]:
+        assert 0 < r["goodput_fraction"] <= 1
+        assert r["effective_train_days"] >= r["train_days"]
+        assert r["effective_cost_usd"] == pytest.approx(r["cost_usd"] / r["goodput_fraction"])
 
 
 def test_rows_are_typed_and_carry_the_plans_intervals() -> None:

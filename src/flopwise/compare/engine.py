@@ -162,15 +162,12 @@ def _train_ran(gpus: int, est: dict[str, Any], seq: int, gbs: int) -> str:
 
 
 def _train_extras(est: dict[str, Any], price: float | None, instances: int) -> dict[str, Any]:
-    """Intervals and goodput figures the plan carries (None until the planner provides them)."""
+    """Prediction intervals the plan carries (None where it gives none); the cost interval is
+    this offer's price over the plan's days interval. Goodput: compare.goodput_rank."""
     plan = est.get("plan") or {}
     out: dict[str, Any] = {k: _interval(plan.get(k)) for k in TRAIN_INTERVALS}
     per_day = None if price is None else price * instances * 24.0
     out["cost_usd_interval"] = scaled_interval(plan.get("train_days_interval"), per_day)
-    goodput = plan.get("goodput") or {}
-    eff_days = goodput.get("effective_train_days")
-    out["effective_train_days"] = eff_days
-    out["effective_cost_usd"] = None if eff_days is None or per_day is None else eff_days * per_day
     return out
 
 

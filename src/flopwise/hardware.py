@@ -43,8 +43,11 @@ class Hardware:
     scaleup_bw_uni_gbps: float | None
     scaleup_domain: int
     inter_bw_per_gpu_gbps: float | None  # per GPU per direction, from the node type
-    intra_busbw_gbps: float | None = None  # measured all-reduce busbw inside a node
-    inter_busbw_gbps: float | None = None  # measured all-reduce busbw across nodes
+    intra_busbw_gbps: float | None = None  # measured busbw inside a node (tier fallback)
+    inter_busbw_gbps: float | None = None  # measured per-GPU busbw across nodes (fallback)
+    # measured per-GPU busbw per tier and collective: {"intra:all_reduce": 480.0, ...}
+    busbw_by_op: Mapping[str, float] = field(default_factory=dict)
+    step_calibration: float | None = None  # bench step: measured / predicted tokens/s
     system_id: str | None = None
     origins: Mapping[str, Origin] = field(default_factory=dict)
     accelerator: Accelerator | None = None
@@ -72,11 +75,29 @@ class Hardware:
                 mm = dict(changes.get("matmul_tflops", self.matmul_tflops))
                 mm[dtype] = value
                 changes["matmul_tflops"] = MappingProxyType(mm)
+            elif name.startswith("busbw_gbps:"):
+                by_op = dict(changes.get("busbw_by_op", self.busbw_by_op))
+                by_op[name.split(":", 1)[1]] = value
+                changes["busbw_by_op"] = MappingProxyType(by_op)
             else:
                 changes[name] = value
             origins[name] = Origin("measured", result_id)
         changes["origins"] = MappingProxyType(origins)
         return replace(self, **changes)
+
+    def value_of(self, name: str) -> Any:
+        """The value behind an origins key ('matmul_tflops:bf16', 'busbw_gbps:intra:all_reduce',
+        or a field name)."""
+        if name.startswith("matmul_tflops:"):
+            return self.matmul_tflops.get(name.split(":", 1)[1])
+        if name.startswith("peak_tflops:"):
+            return self.peak_tflops.get(name.split(":", 1)[1])
+        if name.startswith("busbw_gbps:"):
+            return self.busbw_by_op.get(name.split(":", 1)[1])
+        if name.startswith("matmul_shape_tflops:"):
+            dtype = name.split(":", 1)[1]
+            return sum(1 for row in self.matmul_shape_tflops if row[0] == dtype)  # shapes
+        return getattr(self, name, None)
 
     def with_shape_table(
         self, rows: tuple[tuple[str, int, int, int, float], ...], result_id: str
@@ -106,6 +127,8 @@ class Hardware:
             "inter_bw_per_gpu_gbps": self.inter_bw_per_gpu_gbps,
             "intra_busbw_gbps": self.intra_busbw_gbps,
             "inter_busbw_gbps": self.inter_busbw_gbps,
+            "busbw_by_op": dict(self.busbw_by_op),
+            "step_calibration": self.step_calibration,
             "system": self.system_id,
             "matmul_shape_tflops": [list(row) for row in self.matmul_shape_tflops],
             "origins": {k: v.to_dict() for k, v in self.origins.items()},
@@ -134,6 +157,12 @@ def hardware_from_catalog(accelerator: str, system: str | None = None) -> Hardwa
         candidates = systems_for(acc.id)
         node = candidates[0] if candidates else None
     origins: dict[str, Origin] = {}
+    if system is None and node is not None:
+        origins["system_id"] = Origin(
+            "assumed",
+            f"no --system given: the catalog's first node type for {acc.id} "
+            f"({', '.join(c.id for c in candidates)}); pass --system ID",
+        )
     peaks: dict[str, float] = {}
     for dtype, spec_field in PEAK_FIELD_BY_DTYPE.items():
         if (v := acc.spec(spec_field)) is not None:

@@ -114,6 +114,9 @@ def test_matmul_table_output() -> None:
         (("--k-range", "0", "64", "0"), "step must be a positive integer"),
         (("--n", "0"), "must be a positive number"),
         (("--search", "random"), "invalid choice"),
+        # the old code read 0 as "no budget given" and silently ran the 20 s default
+        (("--budget-s", "0"), "must be a positive number"),
+        (("--budget-s", "-1"), "must be a positive number"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(args: tuple[str, ...], message: str) -> None:
@@ -234,7 +237,7 @@ def test_ctrl_c_prints_and_stores_the_partial_run(tmp_path: Path) -> None:
         if maps.exists() and "libtorch" in maps.read_text(errors="replace"):
             break  # torch is loaded; the run starts measuring right after
         time.sleep(0.2)
-    time.sleep(4)  # measuring now: the 1,024-shape grid takes far longer than this
+    time.sleep(8)  # measuring now: the 1,024-shape grid takes far longer than this
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

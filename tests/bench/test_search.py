@@ -124,6 +124,29 @@ def test_directed_search_respects_time_budget_and_shape_cap() -> None:
     assert len(capped.visited) == 3 and capped.stop_reason == "max_shapes"
 
 
+@pytest.mark.parametrize("search", ["grid", "auto"])
+def test_a_shape_that_cannot_finish_in_the_budget_is_not_started(search: str) -> None:
+    space = SearchSpace(m=(64, 4096), n=(64, 4096), k=(64, 4096))
+    now = [0.0]
+
+    def cost(shape: tuple[int, int, int]) -> float:
+        return 30.0 if max(shape) == 4096 else 1.0  # big shapes take 30 "seconds"
+
+    def measure(shape: tuple[int, int, int]) -> float:
+        now[0] += cost(shape)
+        return float(sum(shape))
+
+    kw = {"budget_s": 10.0, "clock": lambda: now[0], "estimate_s": cost}
+    if search == "grid":
+        trace = grid_search(space, measure, **kw)  # type: ignore[arg-type]
+    else:
+        trace = directed_search(space, SearchHints(None, 4), measure, **kw)  # type: ignore[arg-type]
+    measured = [s for s, _ in trace.visited]
+    assert measured == [(64, 64, 64)]  # the only shape that fits; the old code started a big one
+    assert now[0] <= 10.0 and trace.stop_reason == "budget"
+    assert len(trace.skipped_for_budget) == 7
+
+
 def test_directed_search_on_a_tiny_space_measures_it_all_once() -> None:
     space = SearchSpace(m=(32, 64), n=(32,), k=(32, 64))
     trace = directed_search(space, SearchHints(None, 4), lambda s: float(sum(s)), budget_s=None)
@@ -140,3 +163,13 @@ def test_failed_shapes_are_skipped_not_fatal() -> None:
     trace = directed_search(space, SearchHints(None, 4), measure, budget_s=None)
     best = trace.best()
     assert best is not None and best[0][0] == 768
+
+
+def test_shape_time_estimate_scales_with_flops_and_counts_flush_and_setup() -> None:
+    from flopwise.bench.matmul_budget import ESTIMATE_SAFETY, ShapeTimeEstimator
+
+    est = ShapeTimeEstimator(iterations=3, warmup=1, flush_s=0.5, alloc_s_per_element=0.0)
+    assert est((128, 128, 128)) is None  # no rate observed yet: nothing to go on
+    est.observe_rate(2 * 1000**3, 1.0)  # 2 GFLOP/s at 1000^3
+    expected = ESTIMATE_SAFETY * (4 * 2 * 2000**3 / 2e9 + 3 * 0.5)
+    assert est((2000, 2000, 2000)) == pytest.approx(expected)

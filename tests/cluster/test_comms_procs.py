@@ -115,6 +115,28 @@ def test_rank_that_dies_is_named_and_nobody_hangs(
     assert _stored(isolated_home) == []
 
 
+def test_rank_that_dies_inside_a_collective_is_named(isolated_home: Path) -> None:
+    """The old code said only "a peer failed during it": the dead rank had reached the same
+    collective, so it was not behind anyone."""
+    args = ["bench", "comms", "--backend", "gloo", "--ops", "all_reduce", *TINY[:-2],
+            "--timeout", "10"]  # fmt: skip
+    runs = srun_like(
+        3,
+        args,
+        isolated_home,
+        script=FAULTY,
+        FLOPWISE_TEST_FAULT_RANK="2",
+        FLOPWISE_TEST_FAULT_MODE="die-in-collective",
+    )
+    assert runs[2].returncode == 3
+    for r in runs[:2]:
+        assert r.returncode == 2, r.stderr[-2000:]
+        lines = [ln for ln in r.stderr.splitlines() if ln.startswith("flopwise: error:")]
+        assert len(lines) == 1, r.stderr[-2000:]
+        assert "rank 2 (host" in lines[0] and "stopped inside it" in lines[0], lines[0]
+        assert "Traceback" not in r.stderr
+
+
 def test_srun_style_launch_maps_slurm_variables(isolated_home: Path) -> None:
     args = ["bench", "comms", "--backend", "gloo", "--ops", "broadcast,all_to_all", "--json"]
     runs = srun_like(2, [*args, *TINY], isolated_home)

@@ -106,7 +106,9 @@ def test_network_verdicts(llama70b_1024: dict[str, Any]) -> None:
 def test_partial_nodes_are_listed_with_a_reason(llama70b_1024: dict[str, Any]) -> None:
     excluded = {(e["provider"], e["instance"]): e["reason"] for e in llama70b_1024["excluded"]}
     assert "slices of a 8-GPU node" in excluded[("lambda", "gpu_1x_h100_sxm5")]
-    assert "single-GPU instances" in excluded[("vultr", "A100-80G")]
+    assert "single-GPU instances" in excluded[("lambda", "gpu_1x_gh200")]
+    # A100 PCIe cards now have a catalog node type (pcie-a100-8x): a slice of it
+    assert "slices of a 8-GPU node" in excluded[("vultr", "A100-80G")]
     assert excluded.keys().isdisjoint((r["provider"], r["instance"]) for r in llama70b_1024["rows"])
 
 

@@ -55,7 +55,7 @@ def test_search_returns_the_fastest_and_alternatives_are_sorted() -> None:
         (LayoutConstraints(ep=2), "ep=2 needs a mixture-of-experts model"),
         (LayoutConstraints(tp=8, pp=8, dp=8, cp=1), "is not the 64 GPUs"),
         (LayoutConstraints(tp=1, sequence_parallel=True), "sequence parallelism needs tp > 1"),
-        (LayoutConstraints(pp=2, zero=3), "zero=3 shards gradients"),
+        (LayoutConstraints(pp=2, hsdp=True), "hsdp shards like ZeRO-3"),
     ],
 )
 def test_constraint_errors_name_the_constraint(cons: LayoutConstraints, message: str) -> None:

@@ -207,12 +207,37 @@ class CommsResult:
     def headline_op(self) -> str:
         return "all_reduce" if "all_reduce" in self.config.ops else self.config.ops[0]
 
+    @property
+    def tier(self) -> str:
+        """'inter' when the groups cross nodes, else 'intra'."""
+        crosses = self.config.group == "inter" or (self.config.group == "all" and self.nodes > 1)
+        return "inter" if crosses else "intra"
+
+    @property
+    def ranks_per_node(self) -> int:
+        return max(self.world_size // max(self.nodes, 1), 1)
+
+    @property
+    def busbw_basis(self) -> str:
+        """'per_node' when whole nodes talk across the network (--group all on several nodes:
+        every GPU of a node drives its own NIC, so busbw is the node's); else 'per_gpu'."""
+        return "per_node" if self.tier == "inter" and self.config.group == "all" else "per_gpu"
+
+    def busbw_by_op_and_size(self) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for r in self.rows:
+            out.setdefault(r.op, {})[str(r.bytes)] = r.busbw_gbps
+        return out
+
     def summary(self) -> dict[str, Any]:
         """The headline the planners read (flopwise.results.measured contract)."""
         return {
             "op": self.headline_op,
             "busbw_gbps": self.peak_busbw_gbps(self.headline_op),
             "group": self.config.group,
+            "tier": self.tier,
+            "busbw_basis": self.busbw_basis,
+            "ranks_per_node": self.ranks_per_node,
             "nodes": self.nodes,
             "ranks": self.world_size,
             "backend": self.backend,
@@ -221,6 +246,7 @@ class CommsResult:
             "peak_busbw_gbps_by_op": {
                 op: v for op in self.config.ops if (v := self.peak_busbw_gbps(op)) is not None
             },
+            "busbw_gbps_by_op_and_bytes": self.busbw_by_op_and_size(),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -236,8 +262,9 @@ class CommsResult:
         }
 
 
-def run_comms(session: Session, cfg: CommsConfig) -> CommsResult:
-    """Measure every op and size on the session's ranks; every rank returns the same rows."""
+def run_comms(session: Session, cfg: CommsConfig, on_row: Any = None) -> CommsResult:
+    """Measure every op and size on the session's ranks; every rank returns the same rows.
+    `on_row(row, done, total)` is called after each op and size (for a progress bar)."""
     import torch
     import torch.distributed as dist
 
@@ -301,6 +328,8 @@ def run_comms(session: Session, cfg: CommsConfig) -> CommsResult:
                         time_us_by_rank=tuple(t * 1e6 for t in times),
                     )
                 )
+                if on_row is not None:
+                    on_row(rows[-1], len(rows), len(cfg.ops) * len(cfg.sizes()))
     except KeyboardInterrupt:
         interrupted = True
     return CommsResult(

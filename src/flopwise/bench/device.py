@@ -21,12 +21,14 @@ from flopwise.errors import FlopwiseError
 INSTALL_HINT = "pip install 'flopwise[bench]'"
 DEVICE_TYPES: tuple[str, ...] = ("cpu", "cuda", "xpu", "hpu", "mps")
 
-#: Cache-flush buffer when neither the device nor the OS reports a last-level cache size: the
-#: 256 MiB mamf-finder.py zeroes between iterations (stas00/ml-engineering compute/accelerator/
-#: benchmarks). It is recorded in the provenance as an assumption, not a measurement.
+#: Smallest cache-flush buffer: the 256 MiB mamf-finder.py zeroes between iterations on every
+#: device (stas00/ml-engineering compute/accelerator/benchmarks/mamf-finder.py). It also covers
+#: caches the device properties do not report, such as MI300X's 256 MB Infinity Cache (AMD
+#: CDNA 3 white paper), which sits behind the 4 MB L2 that `L2_cache_size` gives.
 FALLBACK_FLUSH_BYTES = 256 * 2**20
 
-#: The flush buffer is this many times the last-level cache, so nothing of the inputs survives.
+#: The flush buffer is at least this many times the last-level cache, so nothing of the inputs
+#: survives: max(FALLBACK_FLUSH_BYTES, FLUSH_CACHE_MULTIPLE x LLC).
 FLUSH_CACHE_MULTIPLE = 2
 
 _SPEC = re.compile(r"^(auto|cpu|cuda|xpu|hpu|mps)(?::(\d+))?$")
@@ -57,17 +59,21 @@ class DeviceInfo:
     llc_source: str
     memory_bytes: int | None
     backend_version: str
+    arch: str | None = None  # e.g. "gfx942" (ROCm gcnArchName) or "sm_90"; None if unknown
 
     @property
     def is_accelerator(self) -> bool:
         return self.type != "cpu"
 
     @property
+    def is_rocm(self) -> bool:
+        return self.backend_version.startswith("hip")
+
+    @property
     def flush_bytes(self) -> int:
-        """Size of the buffer written between timed iterations to evict the caches."""
-        if self.llc_bytes:
-            return max(FLUSH_CACHE_MULTIPLE * self.llc_bytes, 8 * 2**20)
-        return FALLBACK_FLUSH_BYTES
+        """Buffer written between timed iterations to evict the caches:
+        max(256 MiB, 2 x last-level cache), as mamf-finder flushes 256 MiB on every device."""
+        return max(FALLBACK_FLUSH_BYTES, FLUSH_CACHE_MULTIPLE * (self.llc_bytes or 0))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -79,6 +85,7 @@ class DeviceInfo:
             "flush_bytes": self.flush_bytes,
             "memory_bytes": self.memory_bytes,
             "backend_version": self.backend_version,
+            "arch": self.arch,
         }
 
 
@@ -173,6 +180,7 @@ def _accelerator_info(torch: Any, kind: str, idx: int) -> DeviceInfo:
     llc: int | None = None
     mem: int | None = None
     props: Any = None
+    arch: str | None = None
     try:
         props = mod.get_device_properties(idx) if hasattr(mod, "get_device_properties") else None
     except (RuntimeError, AssertionError, TypeError):
@@ -185,6 +193,7 @@ def _accelerator_info(torch: Any, kind: str, idx: int) -> DeviceInfo:
                 break
         llc = int(getattr(props, "L2_cache_size", 0) or 0) or None
         mem = int(getattr(props, "total_memory", 0) or 0) or None
+        arch = _arch_of(props)
     elif hasattr(mod, "get_device_name"):
         name = str(mod.get_device_name(idx))
     if kind == "mps":
@@ -202,7 +211,48 @@ def _accelerator_info(torch: Any, kind: str, idx: int) -> DeviceInfo:
         llc_source=f"{kind} device properties" if llc else "unknown",
         memory_bytes=mem,
         backend_version=version,
+        arch=arch,
     )
+
+
+def activate(torch: Any, info: DeviceInfo) -> None:
+    """Make the measured device current, so events, streams and allocations belong to it."""
+    if info.is_accelerator:
+        set_current_device(torch, info.type, info.index)
+
+
+def _arch_of(props: Any) -> str | None:
+    """ROCm's gcnArchName ('gfx942:sramecc+:xnack-' -> 'gfx942'), else CUDA's sm_XY."""
+    gcn = getattr(props, "gcnArchName", None)
+    if gcn:
+        return str(gcn).split(":", 1)[0]
+    major, minor = getattr(props, "major", None), getattr(props, "minor", None)
+    if isinstance(major, int) and isinstance(minor, int) and major > 0:
+        return f"sm_{major}{minor}"
+    return None
+
+
+def set_current_device(torch: Any, kind: str, index: int | None) -> None:
+    """Make device `index` of `kind` current, on every supported torch version.
+
+    torch >= 2.7 has torch.accelerator.set_device_index; torch 2.6 named it set_device_idx;
+    before torch.accelerator (< 2.6) each backend module has set_device. MPS and the CPU have a
+    single device and nothing to set.
+    """
+    if kind in ("cpu", "mps") or index is None:
+        return
+    acc = getattr(torch, "accelerator", None)
+    current = acc.current_accelerator() if acc is not None else None
+    if current is not None and str(current.type) == kind:
+        for name in ("set_device_index", "set_device_idx"):
+            setter = getattr(acc, name, None)
+            if setter is not None:
+                setter(index)
+                return
+    mod = _load_backend(torch, kind)
+    if mod is None or not hasattr(mod, "set_device"):
+        raise FlopwiseError(f"this torch build cannot select {kind}:{index} (no set_device)")
+    mod.set_device(index)
 
 
 def _backend_version(torch: Any, kind: str) -> str:

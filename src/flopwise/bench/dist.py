@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from flopwise.bench.hostlist import expand_nodelist
 from flopwise.bench.session import RankInfo, Session, first_sentence
 from flopwise.errors import FlopwiseError
 
@@ -67,27 +67,6 @@ def _int(env: Mapping[str, str], name: str) -> int:
         return int(text)
     except ValueError:
         raise FlopwiseError(f"environment variable {name}={text!r} is not a whole number") from None
-
-
-def expand_nodelist(nodelist: str) -> list[str]:
-    """Expand Slurm's compact host list: 'gpu[01-03,07],login1' -> gpu01 gpu02 gpu03 gpu07 login1."""
-    hosts: list[str] = []
-    for m in re.finditer(r"([^,\[]+)(?:\[([^\]]+)\])?([^,]*)", nodelist):
-        prefix, ranges, suffix = m.group(1), m.group(2), m.group(3)
-        if not ranges:
-            hosts.append(prefix + suffix)
-            continue
-        for part in ranges.split(","):
-            lo, _, hi = part.partition("-")
-            if not hi:
-                hosts.append(prefix + lo + suffix)
-                continue
-            if not (lo.isdigit() and hi.isdigit()) or int(hi) < int(lo):
-                raise FlopwiseError(f"cannot read Slurm node list {nodelist!r}")
-            hosts.extend(f"{prefix}{i:0{len(lo)}d}{suffix}" for i in range(int(lo), int(hi) + 1))
-    if not hosts:
-        raise FlopwiseError(f"cannot read Slurm node list {nodelist!r}")
-    return hosts
 
 
 def env_from(env: Mapping[str, str] | None = None) -> DistEnv:
@@ -208,7 +187,9 @@ def _device_for(device_type: str, local_rank: int) -> tuple[str, str]:
     if count == 0:
         raise FlopwiseError(f"no {device_type} device visible to this process")
     index = local_rank % count
-    mod.set_device(index)
+    from flopwise.bench.device import set_current_device
+
+    set_current_device(torch, device_type, index)
     name = mod.get_device_name(index) if hasattr(mod, "get_device_name") else device_type
     return f"{device_type}:{index}", str(name)
 

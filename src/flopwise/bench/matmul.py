@@ -38,6 +38,29 @@ DTYPES: tuple[DType, ...] = (
 )
 
 
+#: ROCm architectures whose fp8 is the FNUZ variant (no negative zero, bias 8): MI300A/MI300X/
+#: MI325X are gfx942 (gfx940/941 were MI300 pre-production parts). MI350/MI355X (gfx950) and
+#: NVIDIA use the OCP e4m3fn format (PyTorch float8 docs; AMD ROCm "Precision support").
+FNUZ_FP8_ARCHS: tuple[str, ...] = ("gfx940", "gfx941", "gfx942")
+FNUZ_FP8_NAMES: tuple[str, ...] = ("MI300", "MI325")
+
+
+def fp8_torch_name(info: DeviceInfo) -> str:
+    """The torch fp8 e4m3 dtype this device multiplies in: e4m3fnuz on MI300-class, else e4m3fn."""
+    if info.is_rocm:
+        if info.arch is not None:
+            if info.arch in FNUZ_FP8_ARCHS:
+                return "float8_e4m3fnuz"
+        elif any(tag in info.name.upper() for tag in FNUZ_FP8_NAMES):
+            return "float8_e4m3fnuz"
+    return "float8_e4m3fn"
+
+
+def torch_dtype_name(dtype: DType, info: DeviceInfo) -> str:
+    """The torch dtype attribute for a GEMM dtype on this device (fp8 depends on the vendor)."""
+    return fp8_torch_name(info) if dtype.name == "fp8" else dtype.torch_name
+
+
 def parse_dtype(text: str) -> DType:
     key = text.strip().lower()
     for dt in DTYPES:
@@ -71,16 +94,27 @@ class ShapeResult:
     min_s: float | None = None
     iterations: int = 0
     error: str | None = None
+    dtype: str | None = None
+    spread: float | None = None  # (slowest - fastest) / median iteration time
 
     @property
     def shape(self) -> tuple[int, int, int]:
         return (self.m, self.n, self.k)
+
+    @property
+    def tflops(self) -> float | None:
+        """The shape's rate: the median over its timed iterations."""
+        return self.median_tflops
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "m": self.m,
             "n": self.n,
             "k": self.k,
+            "dtype": self.dtype,
+            "tflops": self.median_tflops,
+            "tflops_max": self.max_tflops,
+            "spread": self.spread,
             "status": self.status,
             "median_tflops": self.median_tflops,
             "max_tflops": self.max_tflops,
@@ -101,6 +135,7 @@ class MatmulKernel:
         self.seed = seed
         self.device = torch_device(torch, info)
         self.timer = IterationTimer(torch, info)
+        self.torch_dtype = torch_dtype_name(dtype, info)
         self._flush: Any = None
         self.check_dtype()
 
@@ -111,8 +146,8 @@ class MatmulKernel:
             raise FlopwiseError("dtype fp8 needs an accelerator with fp8 matmul (torch._scaled_mm)")
         if dt.name == "tf32" and kind not in ("cuda", "xpu"):
             raise FlopwiseError(f"dtype tf32 is a CUDA/XPU mode; {kind} has none (use fp32)")
-        if not hasattr(torch, dt.torch_name):
-            raise FlopwiseError(f"this torch build has no {dt.torch_name}; upgrade torch")
+        if not hasattr(torch, self.torch_dtype):
+            raise FlopwiseError(f"this torch build has no {self.torch_dtype}; upgrade torch")
         if kind == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = dt.name == "tf32"
         try:
@@ -125,17 +160,17 @@ class MatmulKernel:
             ) from None
 
     def prepare(self, m: int, n: int, k: int) -> tuple[Any, Any, Any]:
+        """A (M x K) row-major and B (K x N) stored as its (N x K) transpose: the NT layout of
+        a training linear layer (y = x W^T, W stored out x in) and of mamf-finder."""
         torch = self.torch
         torch.manual_seed(self.seed)
+        dt = getattr(torch, self.torch_dtype)
         if self.dtype.name == "fp8":
-            f8 = getattr(torch, self.dtype.torch_name)
-            a = torch.randn(m, k, device=self.device, dtype=torch.bfloat16).to(f8)
-            # _scaled_mm wants the second operand column-major.
-            b = torch.randn(n, k, device=self.device, dtype=torch.bfloat16).to(f8).t()
+            a = torch.randn(m, k, device=self.device, dtype=torch.bfloat16).to(dt)
+            b = torch.randn(n, k, device=self.device, dtype=torch.bfloat16).to(dt).t()
             return a, b, None
-        dt = getattr(torch, self.dtype.torch_name)
         a = torch.randn(m, k, device=self.device, dtype=dt)
-        b = torch.randn(k, n, device=self.device, dtype=dt)
+        b = torch.randn(n, k, device=self.device, dtype=dt).t()
         c = torch.empty(m, n, device=self.device, dtype=dt)
         return a, b, c
 
@@ -161,7 +196,9 @@ class MatmulKernel:
         """Median and max TFLOPS of one shape; out-of-memory and backend errors are recorded."""
         m, n, k = shape
         if not self.fits(m, n, k):
-            return ShapeResult(m, n, k, "oom", error="larger than the device memory allows")
+            return ShapeResult(
+                m, n, k, "oom", error="larger than the device memory allows", dtype=self.dtype.name
+            )
         tensors: tuple[Any, Any, Any] | None = None
         try:
             tensors = self.prepare(m, n, k)
@@ -183,10 +220,10 @@ class MatmulKernel:
             tensors = None
             if is_out_of_memory(exc):
                 empty_cache(self.torch, self.info)
-                return ShapeResult(m, n, k, "oom", error="out of memory")
+                return ShapeResult(m, n, k, "oom", error="out of memory", dtype=self.dtype.name)
             if isinstance(exc, RuntimeError):
                 text = str(exc).strip().splitlines()[0] if str(exc).strip() else "error"
-                return ShapeResult(m, n, k, "error", error=text[:200])
+                return ShapeResult(m, n, k, "error", error=text[:200], dtype=self.dtype.name)
             raise
         finally:
             del tensors
@@ -201,16 +238,6 @@ class MatmulKernel:
             median_s=times.median_s,
             min_s=times.min_s,
             iterations=iterations,
+            dtype=self.dtype.name,
+            spread=(max(times.seconds) - times.min_s) / times.median_s,
         )
-
-    def warm_device(self, shape: tuple[int, int, int], seconds: float) -> None:
-        """Keep the device busy for `seconds` so clocks and caches settle before measuring."""
-        if seconds <= 0:
-            return
-        from flopwise.bench.timing import warm_up
-
-        m, n, k = shape
-        if not self.fits(m, n, k):
-            return
-        a, b, c = self.prepare(m, n, k)
-        warm_up(lambda: self.run_once(a, b, c), seconds, self.timer.sync)

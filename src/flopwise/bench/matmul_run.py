@@ -11,8 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flopwise.bench.device import DeviceInfo, accelerator_id, import_torch, resolve_device
+from flopwise.bench.device import (
+    DeviceInfo,
+    accelerator_id,
+    activate,
+    import_torch,
+    resolve_device,
+)
 from flopwise.bench.matmul import DType, MatmulKernel, ShapeResult, default_dtype, parse_dtype
+from flopwise.bench.matmul_budget import WARMUP_BUDGET_SHARE, ShapeTimeEstimator, calibrate
 from flopwise.bench.matmul_search import (
     SearchHints,
     SearchPolicy,
@@ -105,15 +112,20 @@ class MatmulRun:
     timing_method: str
     device_info: dict[str, Any]
     provenance: dict[str, Any]
+    skipped_for_budget: int = 0
+    torch_dtype: str | None = None
 
     def _best(self) -> ShapeResult | None:
-        ok = [r for r in self.results if r.status == "ok" and r.max_tflops is not None]
-        return max(ok, key=lambda r: r.max_tflops or 0.0) if ok else None
+        """The shape with the highest median rate over its timed iterations."""
+        ok = [r for r in self.results if r.status == "ok" and r.median_tflops is not None]
+        return max(ok, key=lambda r: r.median_tflops or 0.0) if ok else None
 
     @property
     def best_tflops(self) -> float | None:
+        """Headline: the best shape's median over timed iterations (mamf-finder reports a
+        central value over iterations, not the single fastest one)."""
         best = self._best()
-        return None if best is None else best.max_tflops
+        return None if best is None else best.median_tflops
 
     @property
     def efficiency(self) -> float | None:
@@ -129,9 +141,17 @@ class MatmulRun:
             "dtype": self.dtype,
             "search": self.search,
             "best_tflops": self.best_tflops,
+            "best_tflops_basis": "median over timed iterations of the best shape (NT layout)",
             "best_shape": None if best is None else list(best.shape),
             "median_tflops_at_best": None if best is None else best.median_tflops,
+            "best_max_tflops": None if best is None else best.max_tflops,
+            "best_spread": None if best is None else best.spread,
+            "max_tflops_any_shape": max(
+                (r.max_tflops for r in self.results if r.max_tflops is not None), default=None
+            ),
+            "layout": "NT",
             "shapes_tried": len(self.results),
+            "shapes_skipped_for_budget": self.skipped_for_budget,
             "elapsed_s": self.elapsed_s,
             "spec_tflops": self.spec_tflops,
             "efficiency": self.efficiency,
@@ -142,6 +162,7 @@ class MatmulRun:
         return {
             **self.summary(),
             "accelerator": self.accelerator,
+            "torch_dtype": self.torch_dtype,
             "stop_reason": self.stop_reason,
             "budget_s": self.budget_s,
             "iterations": self.iterations,
@@ -169,45 +190,66 @@ def run_matmul(
     *,
     info: DeviceInfo | None = None,
 ) -> MatmulRun:
-    """Measure matmul throughput on one device; Ctrl-C returns the partial run."""
+    """Measure matmul throughput on one device; Ctrl-C returns the partial run.
+
+    The budget bounds the whole run from this call on: the device warm-up takes at most a tenth
+    of it, no shape starts that the estimate says cannot finish inside it, and the search stops
+    when it is spent (stop_reason "budget"); what was measured is returned either way.
+    """
+    t_start = time.monotonic()
     torch = import_torch()
     info = info or resolve_device(config.device)
-    _activate(torch, info)
+    activate(torch, info)
     d = defaults_for(info)
     dtype = parse_dtype(config.dtype) if config.dtype else default_dtype(info)
     space = config.space(d)
     iterations = config.iterations or d.iterations
     warmup = d.warmup if config.warmup is None else config.warmup
-    budget = config.budget_s if config.budget_s is not None else d.budget_s
+    if config.search == "grid":
+        budget = config.budget_s
+    else:
+        budget = config.budget_s if config.budget_s is not None else d.budget_s
     kernel = MatmulKernel(torch, info, dtype, seed=config.seed)
     from flopwise.bench.provenance import provenance
 
     prov = provenance(torch, info)
     results: list[ShapeResult] = []
-    t0 = time.monotonic()
+    estimator = ShapeTimeEstimator(iterations=iterations, warmup=warmup)
 
     def measure(shape: tuple[int, int, int]) -> float | None:
         r = kernel.measure(shape, iterations, warmup)
         results.append(r)
+        estimator.observe(r)
         if on_shape is not None:
-            on_shape(r, time.monotonic() - t0)
+            on_shape(r, time.monotonic() - t_start)
         return r.median_tflops
 
     status, reason = "complete", ""
+    skipped: list[tuple[int, int, int]] = []
     try:
         mid = (space.m[len(space.m) // 2], space.n[len(space.n) // 2], space.k[len(space.k) // 2])
         dws = d.device_warmup_s if config.device_warmup_s is None else config.device_warmup_s
-        kernel.warm_device(mid, dws)
-        t0 = time.monotonic()
+        if budget is not None:
+            dws = min(dws, WARMUP_BUDGET_SHARE * budget)
+        calibrate(kernel, mid, dws, estimator)
         if config.search == "grid":
-            trace = grid_search(space, measure, budget_s=config.budget_s)
+            trace = grid_search(space, measure, budget_s=budget, estimate_s=estimator, t0=t_start)
         else:
             hints = SearchHints(
                 compute_units=info.compute_units if info.is_accelerator else None,
                 element_bytes=dtype.element_bytes,
             )
-            trace = directed_search(space, hints, measure, budget_s=budget, policy=config.policy)
+            trace = directed_search(
+                space,
+                hints,
+                measure,
+                budget_s=budget,
+                policy=config.policy,
+                estimate_s=estimator,
+                t0=t_start,
+            )
         reason = trace.stop_reason
+        skipped = trace.skipped_for_budget
     except KeyboardInterrupt:
         status, reason = "interrupted", "interrupted"
     acc = accelerator_id(info)
@@ -221,18 +263,14 @@ def run_matmul(
         stop_reason=reason,
         results=tuple(results),
         space=space,
-        elapsed_s=time.monotonic() - t0,
+        elapsed_s=time.monotonic() - t_start,
         spec_tflops=spec_tflops_for(acc, dtype),
-        budget_s=config.budget_s if config.search == "grid" else budget,
+        budget_s=budget,
         iterations=iterations,
         warmup=warmup,
         timing_method=kernel.timer.method,
         device_info=info.to_dict(),
         provenance=prov,
+        skipped_for_budget=len(skipped),
+        torch_dtype=kernel.torch_dtype,
     )
-
-
-def _activate(torch: Any, info: DeviceInfo) -> None:
-    """Make the device current so events and streams belong to it."""
-    if info.index is not None and info.is_accelerator and hasattr(torch, "accelerator"):
-        torch.accelerator.set_device_index(info.index)

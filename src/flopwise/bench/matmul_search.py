@@ -136,6 +136,7 @@ class SearchTrace:
 
     visited: list[tuple[Shape, float | None]] = field(default_factory=list)
     stop_reason: str = ""
+    skipped_for_budget: list[Shape] = field(default_factory=list)
 
     def best(self) -> tuple[Shape, float] | None:
         scored = [(s, v) for s, v in self.visited if v is not None]
@@ -155,11 +156,14 @@ class _Runner:
         budget_s: float | None,
         clock: Callable[[], float],
         max_shapes: int | None,
+        estimate_s: Callable[[Shape], float | None] | None = None,
+        t0: float | None = None,
     ) -> None:
         self.measure = measure
         self.budget_s = budget_s
         self.clock = clock
-        self.t0 = clock()
+        self.t0 = clock() if t0 is None else t0
+        self.estimate_s = estimate_s
         self.max_shapes = max_shapes
         self.trace = SearchTrace()
         self.scores: dict[Shape, float | None] = {}
@@ -174,6 +178,13 @@ class _Runner:
             raise _Budget("budget")
         if self.max_shapes is not None and len(self.scores) >= self.max_shapes:
             raise _Budget("max_shapes")
+        if self.budget_s is not None and self.estimate_s is not None:
+            need = self.estimate_s(shape)
+            if need is not None and self.elapsed() + need > self.budget_s:
+                # it could not finish in what is left: do not start it (smaller shapes may fit)
+                if shape not in self.trace.skipped_for_budget:
+                    self.trace.skipped_for_budget.append(shape)
+                return None
         score = self.measure(shape)
         self.scores[shape] = score
         self.trace.visited.append((shape, score))
@@ -186,13 +197,18 @@ def grid_search(
     *,
     budget_s: float | None = None,
     clock: Callable[[], float] = time.monotonic,
+    estimate_s: Callable[[Shape], float | None] | None = None,
+    t0: float | None = None,
 ) -> SearchTrace:
-    """Measure every shape of the space (stopping early only if a budget is given)."""
-    runner = _Runner(measure, budget_s, clock, None)
+    """Measure every shape of the space (stopping early only if a budget is given).
+
+    With a budget, `t0` is when it started (default: now) and `estimate_s(shape)` says how long
+    a shape would take: one that cannot finish inside the budget is not started."""
+    runner = _Runner(measure, budget_s, clock, None, estimate_s, t0)
     try:
         for shape in space.grid():
             runner.run(shape)
-        runner.trace.stop_reason = "exhausted"
+        runner.trace.stop_reason = "budget" if runner.trace.skipped_for_budget else "exhausted"
     except _Budget as exc:
         runner.trace.stop_reason = str(exc)
     return runner.trace
@@ -335,14 +351,19 @@ def directed_search(
     budget_s: float | None,
     policy: SearchPolicy | None = None,
     clock: Callable[[], float] = time.monotonic,
+    estimate_s: Callable[[Shape], float | None] | None = None,
+    t0: float | None = None,
 ) -> SearchTrace:
-    """Find the shape with the highest score inside `space`, measuring as few as it can."""
+    """Find the shape with the highest score inside `space`, measuring as few as it can.
+
+    `budget_s` counts from `t0` (default: now); shapes `estimate_s` says cannot finish inside
+    it are not started, and the search ends when the budget is spent."""
     policy = policy or SearchPolicy()
-    runner = _Runner(measure, budget_s, clock, policy.max_shapes)
+    runner = _Runner(measure, budget_s, clock, policy.max_shapes, estimate_s, t0)
     search = _Directed(space, hints, policy, runner)
     try:
         search.run()
-        runner.trace.stop_reason = "converged"
+        runner.trace.stop_reason = "budget" if runner.trace.skipped_for_budget else "converged"
     except _Budget as exc:
         runner.trace.stop_reason = str(exc)
     if len(runner.scores) == space.size:

@@ -18,6 +18,7 @@ from typing import Any
 from flopwise.bench.device import (
     DeviceInfo,
     accelerator_id,
+    activate,
     import_torch,
     resolve_device,
     torch_device,
@@ -178,6 +179,7 @@ def run_memory(
     """Measure BabelStream bandwidths on one device; Ctrl-C returns what was measured."""
     torch = import_torch()
     info = info or resolve_device(config.device)
+    activate(torch, info)  # events and allocations must belong to the measured device
     d = ACCELERATOR_MEMORY_DEFAULTS if info.is_accelerator else CPU_MEMORY_DEFAULTS
     iterations = config.iterations or d.iterations
     warmup = d.warmup if config.warmup is None else config.warmup

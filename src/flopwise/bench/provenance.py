@@ -14,9 +14,11 @@ from flopwise.bench.device import DeviceInfo, accelerator_id
 
 
 def provenance(torch: Any, info: DeviceInfo) -> dict[str, Any]:
-    """Host, software versions and time of a run (UTC)."""
+    """Host, software versions, device state and time of a run (UTC). Unknown stays None."""
     from flopwise import __version__
+    from flopwise.bench.host_state import accelerator_state, relevant_env, tunableop_state
 
+    version = getattr(torch, "version", None)
     return {
         "host": socket.gethostname(),
         "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -28,6 +30,11 @@ def provenance(torch: Any, info: DeviceInfo) -> dict[str, Any]:
         "torch_threads": int(torch.get_num_threads()),
         "pid": os.getpid(),
         "argv": sys.argv[1:],
+        "cuda_version": getattr(version, "cuda", None),
+        "rocm_version": getattr(version, "hip", None),
+        "device_state": accelerator_state(info.type, info.index, info.is_rocm),
+        "tunableop": tunableop_state(torch) if info.type == "cuda" else None,
+        "env": relevant_env(),
     }
 
 

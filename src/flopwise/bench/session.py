@@ -99,16 +99,24 @@ class Session:
 
     def laggards(self, expected: str) -> list[int]:
         """Ranks whose recorded progress is not `expected` (after a short grace period)."""
+        return sorted(self.progress_of_laggards(expected))
+
+    def progress_of_laggards(self, expected: str) -> dict[int, str | None]:
+        """{rank: its recorded progress} for the ranks not at `expected`, polled for a short
+        grace period. If the store goes away meanwhile (rank 0 exited), the last complete
+        reading is returned; with none, the store error propagates."""
         deadline = time.monotonic() + NAMING_GRACE_S
+        last: dict[int, str | None] | None = None
         while True:
-            behind = []
-            for r in range(self.world_size):
-                key = f"progress/{r}"
-                value = self.store.get(key).decode() if self.store.check([key]) else None
-                if value != expected:
-                    behind.append(r)
-            if not behind or time.monotonic() > deadline:
-                return behind
+            try:
+                now = {r: self._progress(r) for r in range(self.world_size)}
+            except Exception:
+                if last is None:
+                    raise
+                return last
+            last = {r: p for r, p in now.items() if p != expected}
+            if not last or time.monotonic() > deadline:
+                return last
             time.sleep(0.05)
 
     def describe(self, ranks: Sequence[int]) -> str:
@@ -127,18 +135,35 @@ class Session:
         return ("ranks " if len(parts) > 1 else "") + ", ".join(parts)
 
     def collective_failed(self, what: str, exc: BaseException) -> FlopwiseError:
-        """Turn a backend error into one line naming the ranks that did not get this far."""
+        """Turn a backend error into one line naming the ranks that did not get through.
+
+        This rank records that it saw `what` fail; after a short grace the ranks that recorded
+        neither the failure nor anything later are named: those still inside `what` died or
+        hung there, the others never reached it.
+        """
         first = first_sentence(exc)
+        failed = f"failed during {what}"
         try:
-            behind = self.laggards(what)
+            self.mark(failed)
+            where = {r: p for r, p in self.progress_of_laggards(failed).items() if r != self.rank}
         except Exception:
             return self.store_lost(exc)
-        behind = [r for r in behind if r != self.rank]
-        who = f"{self.describe(behind)} did not reach it" if behind else "a peer failed during it"
+        inside = [r for r, p in where.items() if p == what]
+        never = [r for r, p in where.items() if p != what]
+        parts = []
+        if inside:
+            parts.append(f"{self.describe(inside)} stopped inside it and did not report back")
+        if never:
+            parts.append(f"{self.describe(never)} did not reach it")
+        who = "; ".join(parts) if parts else "every rank saw it fail (no rank is missing)"
         return FlopwiseError(
             f"rank {self.rank}: {what} failed after at most {self.timeout_s:g}s: {who} "
             f"(dead, hung or unreachable); backend said: {first}"
         )
+
+    def _progress(self, rank: int) -> str | None:
+        key = f"progress/{rank}"
+        return self.store.get(key).decode() if self.store.check([key]) else None
 
     def store_lost(self, exc: BaseException) -> FlopwiseError:
         return FlopwiseError(

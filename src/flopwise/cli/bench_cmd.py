@@ -11,13 +11,14 @@ BENCH_MODULES: tuple[str, ...] = (
     "flopwise.cli.bench_memory_cmd",
     "flopwise.cli.bench_comms_cmd",
     "flopwise.cli.bench_io_cmd",
+    "flopwise.cli.bench_step_cmd",
 )
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "bench",
-        help="measure what this machine delivers (matmul, memory, comms, io)",
+        help="measure what this machine delivers (matmul, memory, comms, io, step)",
         description="Measure achievable matmul TFLOPS, memory bandwidth, collective bandwidth "
         "and storage throughput. Results are stored with their provenance (flopwise results).",
     )

@@ -122,8 +122,11 @@ def run(args: argparse.Namespace) -> int:
         warmup=args.warmup,
         group=args.group,
     )
+    from flopwise.present.bench_view import comms_progress
+
     with dist.session(backend, args.timeout) as s:
-        result = comms.run_comms(s, cfg)
+        with comms_progress(enabled=s.rank == 0) as on_row:
+            result = comms.run_comms(s, cfg, on_row)
         if s.rank == 0:
             accelerator = accelerator or comms.accelerator_id(s)
             result_id = comms.store_result(result, s, accelerator, args.db)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flopwise.cli._args import add_db, add_json, non_negative_float, positive_int, typed
+from flopwise.cli._args import add_db, add_json, positive_float, positive_int
 
 
 def register(bsub: Any) -> None:
@@ -50,10 +50,11 @@ def register(bsub: Any) -> None:
         )
     p.add_argument(
         "--budget-s",
-        type=typed(non_negative_float),
+        type=positive_float,
         metavar="S",
-        help="time budget of the directed search (default 20 s on CPU, 60 s on accelerators); "
-        "with --search grid it stops the grid early",
+        help="time budget of the whole run, seconds (default 20 on CPU, 60 on accelerators; "
+        "--search grid: none). A shape that cannot finish inside it is not started; the run "
+        "stores what it measured and says the budget ended it",
     )
     p.add_argument("--iterations", type=positive_int, metavar="N", help="timed runs per shape")
     p.add_argument("--warmup", type=int, metavar="N", help="untimed runs per shape")
@@ -90,7 +91,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         m=_values(args, "m"),
         n=_values(args, "n"),
         k=_values(args, "k"),
-        budget_s=args.budget_s or None,
+        budget_s=args.budget_s,
         iterations=args.iterations,
         warmup=args.warmup,
         seed=args.seed,
@@ -136,7 +137,11 @@ def run(args: argparse.Namespace) -> int:
     d = defaults_for(info)
     space = config.space(d)
     total = space.size if config.search == "grid" else None
-    budget = config.budget_s or (None if config.search == "grid" else d.budget_s)
+    budget = (
+        config.budget_s
+        if config.budget_s is not None
+        else (None if config.search == "grid" else d.budget_s)
+    )
     with bench_view.matmul_progress(config.search, total, budget) as on_shape:
         result = run_matmul(config, on_shape, info=info)
     doc = result.to_dict()

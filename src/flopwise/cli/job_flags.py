@@ -94,10 +94,11 @@ class JobFlag:
     group: str | None = None  # argparse group title
     exclusive: str | None = None  # flags sharing this name may not be combined
     const: Any = None  # value when given without an argument (nargs='?')
+    dest_name: str | None = None  # args attribute when not the flag name (memory_headroom_gib)
 
     @property
     def dest(self) -> str:
-        return self.name.replace("-", "_")
+        return self.dest_name or self.name.replace("-", "_")
 
     def applies(self, kind: str, door: str) -> bool:
         return kind in self.kinds and door in self.doors
@@ -228,9 +229,9 @@ JOB_FLAGS: list[JobFlag] = [
     ),
     JobFlag(
         "recompute",
-        "activation recompute",
+        "activation recompute (op: torchtitan's op-level selective checkpointing)",
         kinds=_T,
-        choices=("none", "selective", "full"),
+        choices=("none", "selective", "full", "op"),
         group=_LAYOUT,
     ),
     JobFlag(
@@ -307,6 +308,28 @@ JOB_FLAGS: list[JobFlag] = [
         kinds=_T,
         parse=fraction,
         metavar="X",
+    ),
+    JobFlag(
+        "memory-headroom",
+        "GiB per GPU the layout search leaves free (default: 5%% of device memory, 4.0 GiB on "
+        "an 80 GB H100, for allocator variance and model error); a layout fixed in full (every "
+        "degree, microbatch, recompute and ZeRO given) is judged against the device capacity; 0 "
+        "judges any layout against the capacity",
+        kinds=_T,
+        doors=_PLAN,
+        parse=non_negative_float,
+        metavar="GIB",
+        dest_name="memory_headroom_gib",
+    ),
+    JobFlag(
+        "fused-loss",
+        "the loss is one fused cross-entropy kernel (torch.compile of the loss, FlashAttention's "
+        "Triton cross-entropy as llm-foundry uses): no fp32 copies of the logits on the "
+        "PyTorch-native (fsdp-*) recipes",
+        kinds=_T,
+        doors=_PLAN,
+        action=FLAG,
+        default=False,
     ),
     # --- goodput (plan/compare/report train): failures, checkpoints, restarts ---
     JobFlag(
@@ -443,6 +466,23 @@ JOB_FLAGS: list[JobFlag] = [
         kinds=_I,
         default="generic",
         metavar="NAME",
+    ),
+    JobFlag(
+        "ep",
+        "expert-parallel groups inside the tensor-parallel group (MoE; divides --tp)",
+        kinds=_I,
+        doors=_PLAN,
+        parse=_positive_int,
+        default=1,
+        metavar="N",
+    ),
+    JobFlag(
+        "attention-dp",
+        "attention data-parallel over the tensor-parallel ranks (MoE, e.g. DeepSeek MLA)",
+        kinds=_I,
+        doors=_PLAN,
+        action=FLAG,
+        default=False,
     ),
     JobFlag(
         "sweep",

@@ -39,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
         act_dtype=args.activation_dtype,
         engine=args.engine,
         price_per_gpu_hour=args.price_per_gpu_hour,
+        ep=args.ep,
+        attention_dp=args.attention_dp,
     )
     hw_doc = {
         "id": hw.id,

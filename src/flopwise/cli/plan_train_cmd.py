@@ -115,6 +115,8 @@ def train_plan_from_args(
         objective=args.objective,
         **framework_job_kwargs(args),
         sustained_compute_fraction=sustained_compute_fraction,
+        memory_headroom_gib=args.memory_headroom_gib,
+        fused_loss=args.fused_loss,
     )
     cons = LayoutConstraints(
         tp=args.tp,

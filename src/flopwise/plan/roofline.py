@@ -7,7 +7,8 @@ All functions are pure: shapes and a Hardware in, seconds out. Units: bytes, FLO
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from flopwise.collectives import BUSBW_FACTORS
 from flopwise.errors import FlopwiseError
@@ -84,25 +85,57 @@ class Tier:
     """One network tier as a collective sees it: per-GPU per-direction bandwidth and latency."""
 
     name: str  # "scale-up" | "scale-out"
-    bw_gbps: float  # achievable bus bandwidth, GB/s
+    bw_gbps: float  # achievable bus bandwidth, GB/s, for collectives not measured one by one
     alpha_s: float
+    by_op: Mapping[str, float] = field(default_factory=dict)  # measured busbw per collective
+
+    def bw_for(self, op: str) -> float:
+        """Bus bandwidth of one collective: measured for that op when known, else the tier's."""
+        return self.by_op.get(op, self.bw_gbps)
+
+    def scaled(self, factor: float, cap: Tier) -> Tier:
+        """The tier with every bandwidth x factor, each capped by the same op's in `cap`."""
+        ops = set(self.by_op) | set(cap.by_op)
+        return Tier(
+            self.name,
+            min(factor * self.bw_gbps, cap.bw_gbps),
+            self.alpha_s,
+            {op: min(factor * self.bw_for(op), cap.bw_for(op)) for op in ops},
+        )
+
+
+def _measured_ops(hw: Hardware, tier: str) -> dict[str, float]:
+    prefix = f"{tier}:"
+    return {k[len(prefix) :]: v for k, v in hw.busbw_by_op.items() if k.startswith(prefix)}
 
 
 def tier_for(hw: Hardware, group_size: int, spans_nodes: bool) -> Tier:
-    """The tier a group of `group_size` GPUs communicates over, with achievable busbw."""
+    """The tier a group of `group_size` GPUs communicates over, with achievable busbw.
+
+    Measured per-collective busbw (bench comms) applies to that collective only: an all-reduce
+    that NVLS accelerates says nothing about all-gather. Collectives not measured use the
+    catalog's link rate x the achievable fraction; only where the catalog has no link rate
+    does the tier's measured fallback (all-reduce) stand in.
+    """
     if not spans_nodes:
-        if hw.intra_busbw_gbps:
-            return Tier("scale-up", hw.intra_busbw_gbps, SCALEUP_ALPHA_S)
-        if not hw.scaleup_bw_uni_gbps:
+        ops = _measured_ops(hw, "intra")
+        if hw.scaleup_bw_uni_gbps:
+            base = hw.scaleup_bw_uni_gbps * SCALEUP_LINK_FRACTION
+        elif hw.intra_busbw_gbps or ops:
+            base = hw.intra_busbw_gbps or min(ops.values())
+        else:
             raise FlopwiseError(f"{hw.id} has no published scale-up bandwidth")
-        return Tier("scale-up", hw.scaleup_bw_uni_gbps * SCALEUP_LINK_FRACTION, SCALEUP_ALPHA_S)
-    if hw.inter_busbw_gbps:
-        return Tier("scale-out", hw.inter_busbw_gbps, SCALEOUT_ALPHA_S)
-    if not hw.inter_bw_per_gpu_gbps:
+        return Tier("scale-up", base, SCALEUP_ALPHA_S, ops)
+    ops = _measured_ops(hw, "inter")
+    if hw.inter_bw_per_gpu_gbps:
+        base = hw.inter_bw_per_gpu_gbps * SCALEOUT_LINK_FRACTION
+    elif hw.inter_busbw_gbps or ops:
+        base = hw.inter_busbw_gbps or min(ops.values())
+    else:
         raise FlopwiseError(
             f"{hw.id} has no known scale-out network; pass --system with a node type"
         )
-    return Tier("scale-out", hw.inter_bw_per_gpu_gbps * SCALEOUT_LINK_FRACTION, SCALEOUT_ALPHA_S)
+    return Tier("scale-out", base, SCALEOUT_ALPHA_S, ops)
 
 
 def collective_time_s(op: str, n_bytes: float, group_size: int, tier: Tier) -> float:
@@ -117,4 +150,4 @@ def collective_time_s(op: str, n_bytes: float, group_size: int, tier: Tier) -> f
     steps = 2 * (group_size - 1) if op == "all_reduce" else group_size - 1
     if op in ("broadcast", "reduce", "send_recv"):
         steps = 1
-    return steps * tier.alpha_s + factor * n_bytes / (tier.bw_gbps * GB)
+    return steps * tier.alpha_s + factor * n_bytes / (tier.bw_for(op) * GB)

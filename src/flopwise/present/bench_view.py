@@ -24,7 +24,8 @@ def matmul_progress(
 ) -> Iterator[Callable[[Any, float], None]]:
     """Yield an on_shape(result, elapsed_s) callback that drives a progress bar on stderr.
 
-    Grid: one step per shape. Directed search: the bar fills with the time budget.
+    Grid: one step per shape. Directed search: the bar fills with the time budget. The text
+    shows shapes done, the best median TFLOPS so far and the time left of the budget.
     """
     if not enabled:
         yield lambda _r, _e: None
@@ -33,6 +34,7 @@ def matmul_progress(
 
     best = [0.0]
     count = [0]
+    budget = budget_s
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -47,10 +49,12 @@ def matmul_progress(
 
         def on_shape(result: Any, elapsed_s: float) -> None:
             count[0] += 1
-            if result.max_tflops:
-                best[0] = max(best[0], result.max_tflops)
+            if result.median_tflops:
+                best[0] = max(best[0], result.median_tflops)
             shape = f"{result.m}x{result.n}x{result.k}"
             info = f"{count[0]} shapes, last {shape} {result.status}, best {best[0]:.3f} TFLOPS"
+            if budget is not None:
+                info += f", {max(budget - elapsed_s, 0.0):.0f} s left"
             if by_time:
                 bar.update(task, completed=min(elapsed_s, total or elapsed_s), info=info)
             else:
@@ -61,16 +65,26 @@ def matmul_progress(
 
 @contextmanager
 def rounds_progress(what: str, enabled: bool = True) -> Iterator[Callable[[int, int], None]]:
-    """Yield an on_round(done, total) callback for the memory benchmark."""
+    """Yield an on_round(done, total) callback: rounds done of total, elapsed and time left."""
     if not enabled:
         yield lambda _d, _t: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     with Progress(
         TextColumn(f"[bold]{what}"),
         BarColumn(),
         MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
         console=_stderr_console(),
         transient=True,
     ) as bar:
@@ -80,6 +94,40 @@ def rounds_progress(what: str, enabled: bool = True) -> Iterator[Callable[[int, 
             bar.update(task, completed=done, total=total)
 
         yield on_round
+
+
+@contextmanager
+def comms_progress(enabled: bool = True) -> Iterator[Callable[[Any, int, int], None]]:
+    """Yield on_row(row, done, total): sizes done, best busbw so far per op, time left."""
+    if not enabled:
+        yield lambda _r, _d, _t: None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    best: dict[str, float] = {}
+    with Progress(
+        TextColumn("[bold]comms"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeRemainingColumn(),
+        console=_stderr_console(),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("comms", total=None, info="")
+
+        def on_row(row: Any, done: int, total: int) -> None:
+            best[row.op] = max(best.get(row.op, 0.0), row.busbw_gbps)
+            info = f"{row.op} {row.bytes} B, best busbw {best[row.op]:.2f} GB/s"
+            bar.update(task, completed=done, total=total, info=info)
+
+        yield on_row
 
 
 def _shape(s: Any) -> str:
@@ -94,12 +142,13 @@ def show_matmul(doc: dict[str, Any], result_id: int | None = None) -> None:
     """Headline and the best shapes of one matmul run."""
     ok = [r for r in doc["results"] if r["status"] == "ok"]
     skipped = [r for r in doc["results"] if r["status"] != "ok"]
-    top = sorted(ok, key=lambda r: r["max_tflops"] or 0.0, reverse=True)[:TOP_SHAPES]
+    top = sorted(ok, key=lambda r: r["median_tflops"] or 0.0, reverse=True)[:TOP_SHAPES]
     rows = [
         (
             _shape((r["m"], r["n"], r["k"])),
-            fmt_num(r["max_tflops"], 3),
             fmt_num(r["median_tflops"], 3),
+            fmt_num(r["max_tflops"], 3),
+            _pct(r.get("spread")),
             f"{1e3 * r['median_s']:.3f}",
         )
         for r in top
@@ -109,9 +158,9 @@ def show_matmul(doc: dict[str, Any], result_id: int | None = None) -> None:
         table(
             f"Best shapes of {len(doc['results'])} tried on {doc['device']} "
             f"({doc['device_name']}), {doc['dtype']}, search {doc['search']}",
-            ["M x N x K", "max TFLOPS", "median TFLOPS", "median ms"],
+            ["M x N x K", "median TFLOPS", "max TFLOPS", "spread", "median ms"],
             rows,
-            right=(1, 2, 3),
+            right=(1, 2, 3, 4),
         )
     )
     if skipped:
@@ -122,11 +171,18 @@ def show_matmul(doc: dict[str, Any], result_id: int | None = None) -> None:
         )
     spec = doc.get("spec_tflops")
     c.print(
-        f"best {fmt_num(doc['best_tflops'], 3)} TFLOPS at {_shape(doc['best_shape'])} "
-        f"(median there {fmt_num(doc['median_tflops_at_best'], 3)}); "
+        f"best {fmt_num(doc['best_tflops'], 3)} TFLOPS (median over iterations, NT layout) at "
+        f"{_shape(doc['best_shape'])} (fastest iteration there "
+        f"{fmt_num(doc.get('best_max_tflops'), 3)}); "
         f"spec {fmt_num(spec, 1)} TFLOPS, efficiency {_pct(doc.get('efficiency'))}; "
         f"{doc['shapes_tried']} shapes in {doc['elapsed_s']:.1f} s ({doc['stop_reason']})"
     )
+    if doc.get("stop_reason") == "budget":
+        c.print(
+            f"[bold]stopped by the budget[/bold] of {fmt_num(doc.get('budget_s'), 1)} s: "
+            f"{doc.get('shapes_skipped_for_budget', 0)} shape(s) not started because they could "
+            "not finish in the time left; these are the shapes measured (raise --budget-s for more)"
+        )
     _footer(doc, result_id)
 
 

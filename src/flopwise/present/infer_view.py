@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flopwise.present.assumed_view import assumed_rows
 from flopwise.present.console import console, fmt_num, table
 
 
@@ -17,6 +18,14 @@ def _money(x: float | None) -> str:
 
 def _fits(x: bool | None) -> str:
     return {True: "yes", False: "NO", None: "unknown"}[x]
+
+
+def _range(doc: dict[str, Any], metric: str, digits: int = 1) -> str:
+    """' (lo–hi)' from the plan's 80% interval of `metric`, or '' when it has none."""
+    iv = doc.get(f"{metric}_interval")
+    if not iv:
+        return ""
+    return f" ({fmt_num(iv[0], digits)}–{fmt_num(iv[1], digits)})"
 
 
 def show_plan(doc: dict[str, Any]) -> None:
@@ -35,10 +44,17 @@ def show_plan(doc: dict[str, Any]) -> None:
             f"GEMMs {prec['activation']}",
         ),
         ("lengths", f"{job['input_len']} in, {job['output_len']} out; batch {batch}"),
-        ("time to first token", f"{fmt_num(doc['ttft_ms'])} ms"),
-        ("time per output token", f"{fmt_num(doc['tpot_ms'], 2)} ms"),
+        ("time to first token", f"{fmt_num(doc['ttft_ms'])} ms{_range(doc, 'ttft_ms')}"),
+        (
+            "time per output token",
+            f"{fmt_num(doc['tpot_ms'], 2)} ms{_range(doc, 'tpot_ms', 2)}",
+        ),
         ("end-to-end latency", f"{fmt_num(doc['e2e_latency_s'], 2)} s"),
-        ("output tokens/s", f"{fmt_num(doc['output_tokens_per_s'])} (whole deployment)"),
+        (
+            "output tokens/s",
+            f"{fmt_num(doc['output_tokens_per_s'])}{_range(doc, 'output_tokens_per_s')} "
+            "(whole deployment)",
+        ),
         ("tokens/s per user", fmt_num(doc["tokens_per_s_per_user"])),
         ("KV cache", f"{fmt_num(doc['kv_cache_gib'], 2)} GiB per replica"),
         (
@@ -105,8 +121,16 @@ def show_plan(doc: dict[str, Any]) -> None:
         c.print(table("Speculative decoding (Leviathan et al. 2023)", ["", ""], srows))
     if doc.get("suggestion"):
         c.print(f"[bold]note:[/bold] {doc['suggestion']}")
+    tok = doc.get("intervals", {}).get("output_tokens_per_s")
+    if tok:
+        c.print(
+            f"[dim]- ranges: {tok['coverage']:.0%} intervals from {tok['n_residuals']} "
+            f"out-of-sample residuals of published runs, regime {tok['regime']}[/dim]"
+        )
     for line in doc["assumptions"]:
         c.print(f"[dim]- {line}[/dim]")
+    for label, text in assumed_rows(doc):
+        c.print(f"[bold]{label}:[/bold] {text}")
 
 
 def show_sweep(doc: dict[str, Any]) -> None:

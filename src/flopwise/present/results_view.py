@@ -23,6 +23,13 @@ def _headline(r: StoredResult) -> str | None:
         )
     if r.kind == "memory" and isinstance(s.get("triad_gbps"), (int, float)):
         return f"triad {s['triad_gbps']:,.1f} GB/s, copy {s.get('copy_gbps') or 0:,.1f} GB/s"
+    if r.kind == "step" and isinstance(s.get("tokens_per_s"), (int, float)):
+        ratio = s.get("calibration")
+        return (
+            f"{s.get('model')} x{s.get('layers')} layers {s.get('dtype')}: "
+            f"{s['tokens_per_s']:,.1f} tokens/s, predicted {s.get('predicted_tokens_per_s') or 0:,.1f}"
+            + (f", measured/predicted {ratio:.3f}" if isinstance(ratio, (int, float)) else "")
+        )
     return None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flopwise.present.assumed_view import assumed_rows
 from flopwise.present.console import console, fmt_count, fmt_money, fmt_num, fmt_sci, table
 
 _MEMORY_ROWS = (
@@ -44,6 +45,18 @@ def _layout_text(lay: dict[str, Any]) -> str:
     )
 
 
+def _margin_text(doc: dict[str, Any]) -> str:
+    margin, headroom = doc.get("memory_margin_gib"), doc.get("memory_headroom_gib")
+    if margin is None:
+        return ""
+    text = f"; margin {margin:,.1f} GiB"
+    if headroom:
+        text += f" (search headroom {headroom:,.1f} GiB)"
+    elif headroom == 0:
+        text += " (judged against device capacity, no headroom)"
+    return text
+
+
 def _range(doc: dict[str, Any], key: str, fmt: str) -> str:
     """' (lo–hi)' for a figure's 80% interval, or '' when there is none."""
     iv = doc.get(f"{key}_interval")
@@ -76,11 +89,7 @@ def show_train_plan(doc: dict[str, Any]) -> None:
             if (m := sorted(doc.get("measured", {}).items()))
             else []
         ),
-        *(
-            [("ASSUMED", "; ".join(f"{k} {fmt_num(v['value'])} ({v['source']})" for k, v in a))]
-            if (a := sorted(doc.get("assumed", {}).items()))
-            else []
-        ),
+        *assumed_rows(doc),
         (
             "job",
             f"{fmt_count(doc['tokens'])} tokens, seq {doc['seq_len']}, global batch "
@@ -90,7 +99,7 @@ def show_train_plan(doc: dict[str, Any]) -> None:
         (
             "memory per GPU",
             f"{doc['memory_per_gpu_gib']:,.1f} GiB of "
-            f"{fmt_num(doc['device_memory_gib'])} GiB (fits: {fits})",
+            f"{fmt_num(doc['device_memory_gib'])} GiB (fits: {fits}){_margin_text(doc)}",
         ),
         (
             "framework",

@@ -113,6 +113,9 @@ def show_validation(doc: dict[str, Any], rows: bool = False) -> None:
         if section == "matmul":
             show_matmul_validation(rep)
             continue
+        if section == "inference" and "out_of_sample" in rep:
+            show_inference_validation(rep, rows)
+            continue
         if section == "goodput":
             show_goodput_validation(rep)
             continue
@@ -246,5 +249,108 @@ def show_goodput_validation(rep: dict[str, Any]) -> None:
                 "Not modelled (goodput)",
                 ["id", "why"],
                 [(s["id"], s["reason"]) for s in rep["skipped"]],
+            )
+        )
+
+
+def _group_rows(groups: list[dict[str, Any]], key: str) -> list[tuple[str, ...]]:
+    return [
+        (
+            g[key],
+            str(g["n"]),
+            _pct(g["mape_pct"]),
+            _pct(g["max_abs_error_pct"]),
+            _pct(g["bias_pct"], signed=True),
+            _pct(g["in_sample"]["mape_pct"]),
+            _pct(g["in_sample"]["bias_pct"], signed=True),
+        )
+        for g in groups
+    ]
+
+
+#: Largest out-of-sample errors listed in the text view (all rows: --json).
+WORST_ROWS_SHOWN = 20
+
+
+def show_inference_validation(rep: dict[str, Any], rows: bool = False) -> None:
+    """Out-of-sample first, in-sample beside it: overall, per family, per accelerator."""
+    out = console()
+    oos, ins = rep["out_of_sample"], rep["in_sample"]
+    cols = ["", "n", "MAPE", "max |err|", "bias", "in-sample MAPE", "in-sample bias"]
+    right = (1, 2, 3, 4, 5, 6)
+    overall = [
+        (
+            "all rows",
+            str(oos["n"]),
+            _pct(oos["mape_pct"]),
+            _pct(oos["max_abs_error_pct"]),
+            _pct(oos["bias_pct"], signed=True),
+            _pct(ins["mape_pct"]),
+            _pct(ins["bias_pct"], signed=True),
+        )
+    ]
+    fitted = "; ".join(
+        f"{name} = {f['shipped']} ({'fitted' if f['fitted'] else 'hand-set'}; a fit per "
+        "held-out family would pick "
+        + ", ".join(f"{k} {v}" for k, v in f["fit_without_family"].items())
+        + f", out-of-sample MAPE {_pct(f['diagnostic_out_of_sample_if_fitted']['mape_pct'])})"
+        for name, f in rep.get("fitted", {}).items()
+    )
+    cov = rep.get("interval_coverage_pct")
+    caption = (
+        f"out of sample = {rep.get('cross_validation', 'cross-validated')}; "
+        f"80% interval coverage out of sample: {_pct(cov)}; {fitted}"
+    )
+    out.print(
+        table(
+            "Validation: inference (out of sample; in-sample beside)",
+            cols,
+            overall,
+            caption=caption,
+            right=right,
+        )
+    )
+    for key, title in (("by_family", "family"), ("by_accelerator", "accelerator")):
+        cols[0] = title
+        out.print(
+            table(
+                f"Inference by {title} (out of sample; in-sample beside)",
+                cols,
+                _group_rows(rep[key], title),
+                right=right,
+            )
+        )
+    worst = sorted(rep["rows"], key=lambda r: -abs(r["error_out_of_sample_pct"]))
+    shown = len(worst) if rows else min(WORST_ROWS_SHOWN, len(worst))
+    out.print(
+        table(
+            f"Largest out-of-sample errors ({shown} of {len(worst)}; all: --rows; "
+            "commands: --json)",
+            ["id", "metric", "published", "predicted", "error", "in-sample error"],
+            [
+                (
+                    r["id"],
+                    r["metric"],
+                    f"{r['measured']:.4g}",
+                    f"{r['predicted_out_of_sample']:.4g}",
+                    _pct(r["error_out_of_sample_pct"], signed=True),
+                    _pct(r["error_pct"], signed=True),
+                )
+                for r in worst[:shown]
+            ],
+            right=(2, 3, 4, 5),
+        )
+    )
+    reasons: dict[str, int] = {}
+    for s in rep.get("skipped", []):
+        reason = s["reason"].split(";")[0]
+        reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        out.print(
+            table(
+                f"Not scored (inference): {len(rep['skipped'])} rows",
+                ["rows", "why"],
+                [(str(n), why) for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])],
+                right=(0,),
             )
         )

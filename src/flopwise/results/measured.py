@@ -5,13 +5,17 @@ Contract with the benchmarks (the `summary` each stores):
   ``results`` become ``Hardware.matmul_shape_tflops`` (results/matmul_shapes.py)
 - memory: ``{"triad_gbps": float, ...}`` (BabelStream triad is the bandwidth planners use)
 - comms:  ``{"op": "all_reduce", "busbw_gbps": float, "group": "intra"|"inter"|"all",
-  "nodes": int}`` (peak busbw over sizes)
+  "nodes": int, "tier": "intra"|"inter", "busbw_basis": "per_gpu"|"per_node",
+  "ranks_per_node": int, "peak_busbw_gbps_by_op": {op: float}}`` (peak busbw over sizes);
+  each op's peak applies to that op only, converted to per GPU
+- step:   ``{"calibration": measured/predicted tokens/s, ...}`` (bench step)
 Only complete runs for the same accelerator id are used.
 """
 
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import CPU_ID, Hardware, Origin
@@ -47,18 +51,32 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
             shapes, shapes_ref = shape_table(result.payload, dtype), ref
         elif kind == "memory" and s.get("triad_gbps"):
             values["achievable_bw_gbps"] = (float(s["triad_gbps"]), ref)
-    # Comms: the newest complete run for each tier (intra- and inter-node are separate runs).
+    # Comms: per tier and collective, the newest complete run that measured it, per GPU.
     comms = [pinned] if pinned is not None and pinned.kind == "comms" else []
     comms += [r for r in store.list("comms", hw.id, limit=200) if r.status == "complete"]
     for result in comms:
-        s = result.summary
-        if not s.get("busbw_gbps"):
-            continue
-        found = True
-        name = f"{comms_tier(s)}_busbw_gbps"
-        if name not in values:
-            ref = f"result {result.id} ({result.created_at}, {result.host})"
-            values[name] = (float(s["busbw_gbps"]), ref)
+        ref = f"result {result.id} ({result.created_at}, {result.host})"
+        for key, value, fallback in comms_values(result.summary):
+            found = True
+            name = f"busbw_gbps:{key}"
+            if name not in values:
+                values[name] = (value, ref)
+            tier = key.split(":", 1)[0]
+            has_catalog = hw.scaleup_bw_uni_gbps if tier == "intra" else hw.inter_bw_per_gpu_gbps
+            if fallback and not has_catalog and f"{tier}_busbw_gbps" not in values:
+                values[f"{tier}_busbw_gbps"] = (value, ref)
+    step = pinned if pinned is not None and pinned.kind == "step" else store.latest("step", hw.id)
+    if step is not None and isinstance(step.summary.get("calibration"), (int, float)):
+        cal = float(step.summary["calibration"])
+        if cal > 0:
+            found = True
+            s = step.summary
+            values["step_calibration"] = (
+                cal,
+                f"result {step.id} ({step.created_at}, {step.host}): bench step {s.get('model')} "
+                f"x{s.get('layers')} layers, {s.get('dtype')}, measured / predicted tokens/s; "
+                "compute and memory-bound time divided by it",
+            )
     if not found and store.latest("io") is None:  # storage alone: read by goodput
         raise FlopwiseError(
             f"no stored measurements for {hw.id}; run `flopwise bench matmul` and "
@@ -66,6 +84,45 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
         )
     hw = hw.with_measurements(**values)
     return hw.with_shape_table(shapes, shapes_ref) if shapes else hw
+
+
+def comms_values(summary: dict[str, Any]) -> list[tuple[str, float, bool]]:
+    """('tier:op', per-GPU peak busbw GB/s, is the run's headline op) for each op of a comms
+    summary. A multi-node `--group all` run measures whole nodes (every GPU of each node drives
+    its own NIC), so its busbw is per node: divided by the ranks per node here, because the
+    planner multiplies a per-GPU scale-out rate by the GPUs of a group that share a node."""
+    tier = str(summary.get("tier") or comms_tier(summary))
+    basis, per_node = comms_basis(summary)
+    div = per_node if basis == "per_node" else 1
+    by_op = summary.get("peak_busbw_gbps_by_op")
+    if not isinstance(by_op, dict) or not by_op:
+        op = summary.get("op", "all_reduce")
+        by_op = {op: summary.get("busbw_gbps")}
+    headline = summary.get("op", "all_reduce")
+    out = []
+    for op, value in by_op.items():
+        if isinstance(value, (int, float)) and value > 0:
+            out.append((f"{tier}:{op}", float(value) / div, op == headline))
+    return out
+
+
+def comms_basis(summary: dict[str, Any]) -> tuple[str, int]:
+    """('per_gpu' | 'per_node', ranks per node) of a stored comms summary (older runs did not
+    say: a multi-node --group all run is per node)."""
+    nodes = _int(summary.get("nodes"), 1)
+    ranks = _int(summary.get("ranks"), nodes)
+    per_node = _int(summary.get("ranks_per_node"), max(ranks // max(nodes, 1), 1))
+    basis = summary.get("busbw_basis")
+    if basis not in ("per_gpu", "per_node"):
+        basis = "per_node" if summary.get("group", "all") == "all" and nodes > 1 else "per_gpu"
+    return str(basis), per_node
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
 
 
 def comms_tier(summary: dict[str, object]) -> str:

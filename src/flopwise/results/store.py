@@ -19,7 +19,7 @@ from typing import Any
 
 from flopwise.errors import FlopwiseError
 
-KINDS: tuple[str, ...] = ("matmul", "memory", "comms", "io")
+KINDS: tuple[str, ...] = ("matmul", "memory", "comms", "io", "step")
 STATUSES: tuple[str, ...] = ("complete", "interrupted", "failed")
 
 _SCHEMA = """

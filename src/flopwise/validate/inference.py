@@ -1,156 +1,275 @@
-"""Validate the inference planner against published serving runs with fixed batch and lengths.
+"""Validate the inference planner against every published serving row, scored out of sample.
 
-Only rows whose batch size, input and output lengths are published are compared, and each is
-compared like with like: ``measured_output_tokens_per_s`` is the whole configuration's output
-tokens/s (published per-GPU x TP, see published/NOTES.md), ``measured_ttft_ms`` the time to first
-token at the published batch. The planner runs with the engine-class constants of
-``flopwise.plan.infer.constants``; nothing is tuned per row. Rows with variable (ShareGPT) or
-unstated lengths are listed as skipped with the reason.
+Each row of ``published/inference_runs.csv`` is posed as the ``flopwise plan infer`` command a
+user would type (``inference_rows.py``); its in-sample prediction is exactly what that command
+prints. Out of sample = leave one source family out: every constant fitted on these rows is
+refitted without the family's rows. No inference constant is fitted on rows today
+(``FITTED_CONSTANTS`` is empty: the engine profiles are hand-set from engine sources), so the
+out-of-sample predictions equal the in-sample ones; the one candidate, ``FP8_GEMM_FRACTION``,
+is fitted per fold as a diagnostic and reported under ``fitted`` (see its comment in
+``plan/infer/constants.py`` for why the fit is not shipped).
 
-Run standalone: ``python -m flopwise.validate.inference [--json]``.
+The same predictions give the residuals that size prediction intervals (``intervals_fit.py``).
 """
 
 from __future__ import annotations
 
-import csv
-from collections.abc import Mapping
-from dataclasses import dataclass
-from importlib import resources
-from types import MappingProxyType
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from flopwise.errors import FlopwiseError
-from flopwise.validate.common import SkippedRow, ValidationReport, ValidationRow
-
-#: Accelerator names used by the published file -> catalog ids.
-_ACCELERATORS: Mapping[str, str] = MappingProxyType(
-    {
-        "H100-SXM-80GB": "h100-sxm",
-        "A100-SXM-80GB": "a100-sxm-80gb",
-        "H200-SXM-141GB": "h200-sxm",
-        "H100-80GB": "h100-sxm",
-        "A100-80GB": "a100-sxm-80gb",
-    }
+from flopwise.plan.infer.constants import FP8_GEMM_FRACTION, get_engine
+from flopwise.validate.inference_rows import PosedRow, Unposed, posed_rows
+from flopwise.validate.scoring import (
+    by_group,
+    error_pct,
+    leave_one_group_out,
+    summarize,
 )
 
-#: Model labels -> catalog ids (NOTES.md: "LLaMA 7B/70B" in the TensorRT-LLM doc are Llama-2).
-_MODELS: tuple[tuple[str, str], ...] = (
-    ("llama-2 7b", "llama-2-7b"),
-    ("llama-2 13b", "llama-2-13b"),
-    ("llama-2 70b", "llama-2-70b"),
-)
+#: Values of FP8_GEMM_FRACTION the fit chooses from (fraction of the fp8 MAMF).
+FP8_FRACTION_GRID: tuple[float, ...] = tuple(round(0.50 + 0.05 * i, 2) for i in range(11))
+
+#: Constants refitted per fold for the out-of-sample predictions (empty: none is fitted).
+FITTED_CONSTANTS: tuple[str, ...] = ()
+
+#: Metrics a planned row is compared on, and how to read each from an InferPlan.
+METRICS = ("output_tokens_per_s", "ttft_ms", "tpot_ms")
 
 
 @dataclass(frozen=True, slots=True)
-class _Precision:
-    weight: str
-    kv: str
+class Target:
+    """One published number of one posed row."""
+
+    row: PosedRow
+    metric: str
+    measured: float
     note: str
 
-
-def _precision(label: str) -> _Precision | None:
-    text = label.strip().lower()
-    if text.startswith("fp8 (weights+kv)"):
-        return _Precision("fp8", "fp8", "")
-    if text == "fp8":
-        return _Precision(
-            "fp8",
-            "fp8",
-            "'FP8' read as fp8 weights, activations and KV cache, as in the "
-            "TensorRT-LLM performance docs of the same period",
-        )
-    if text in ("fp16", "bf16"):
-        return _Precision(text, text, "")
-    return None
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.row.id, self.metric)
 
 
-def _engine(label: str) -> str | None:
-    text = label.lower()
-    if "tensorrt-llm" in text:
-        return "tensorrt-llm"
-    if "sglang" in text:
-        return "sglang"
-    if "vllm" in text:
-        return "vllm"
-    return None
+#: predictions[(engine mode, fp8 fraction)][(row id, metric)] -> predicted value
+Table = dict[tuple[str, float], dict[tuple[str, str], float]]
 
 
-def _model(label: str) -> str | None:
-    text = label.lower()
-    for key, model_id in _MODELS:
-        if key in text:
-            return model_id
-    return None
-
-
-def _int(text: str) -> int | None:
-    try:
-        return int(float(text)) if text.strip() else None
-    except ValueError:
-        return None
-
-
-def load_rows() -> list[dict[str, str]]:
-    data = resources.files("flopwise.catalog").joinpath("data/published/inference_runs.csv")
-    with data.open(encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
-def validate_inference() -> ValidationReport:
-    """Compare plan_inference with every published row that fixes batch and lengths."""
+def _plan_row(row: PosedRow, engine_name: str, fraction: float) -> dict[str, float]:
     from flopwise.hardware import hardware_from_catalog
     from flopwise.plan.infer import InferJob, plan_inference
     from flopwise.workload.hf import load_model
 
-    rows: list[ValidationRow] = []
-    skipped: list[SkippedRow] = []
-    for r in load_rows():
-        rid = r["id"]
-        batch, isl, osl = _int(r["batch_size"]), _int(r["input_len"]), _int(r["output_len"])
-        if batch is None or isl is None or osl is None:
-            reason = (
-                "ShareGPT prompts: input/output lengths vary per request and requests arrive "
-                "at a rate, so there is no fixed batch"
-                if rid.startswith("sglang")
-                else "input/output lengths and batch size are not published"
-            )
-            skipped.append(SkippedRow(rid, reason))
-            continue
-        prec = _precision(r["dtype"])
-        engine = _engine(r["engine"])
-        model_id = _model(r["model"])
-        acc = _ACCELERATORS.get(r["accelerator"])
-        if prec is None or engine is None or model_id is None or acc is None:
-            skipped.append(SkippedRow(rid, "model, dtype, engine or accelerator not mapped"))
-            continue
-        tp = _int(r["tp"]) or 1
-        replicas = max(1, (_int(r["num_gpus"]) or tp) // tp)
-        job = InferJob(
-            input_len=isl,
-            output_len=osl,
-            batch=batch,
-            tp=tp,
-            replicas=replicas,
-            weight_dtype=prec.weight,
-            kv_dtype=prec.kv,
-            engine=engine,
-        )
+    job = InferJob(
+        input_len=row.input_len,
+        output_len=row.output_len,
+        batch=row.batch,
+        tp=row.tp,
+        replicas=max(1, row.gpus // row.tp),
+        weight_dtype=row.weight_dtype,
+        kv_dtype=row.kv_dtype,
+        engine=engine_name,
+    )
+    engine = replace(get_engine(engine_name), fp8_gemm_fraction=fraction)
+    plan = plan_inference(
+        load_model(row.model), hardware_from_catalog(row.accelerator, row.system), job,
+        engine=engine,
+    )  # fmt: skip
+    out = {
+        "output_tokens_per_s": plan.output_tokens_per_s,
+        "ttft_ms": plan.ttft_s * 1e3,
+        "tpot_ms": plan.tpot_s * 1e3,
+    }
+    if plan.fits is False:
+        out["does_not_fit"] = 1.0
+    return out
+
+
+def _uses_fp8(row: PosedRow) -> bool:
+    return row.weight_dtype == "fp8"
+
+
+def build_table(
+    rows: Sequence[PosedRow], engines: Sequence[str] = ("known",)
+) -> tuple[Table, list[Target], list[tuple[PosedRow, str]]]:
+    """Predict every row at every grid value it depends on; targets and refusals."""
+    table: Table = {}
+    targets: list[Target] = []
+    refused: list[tuple[PosedRow, str]] = []
+    for row in rows:
         try:
-            plan = plan_inference(load_model(model_id), hardware_from_catalog(acc), job)
+            base = _plan_row(row, row.engine, FP8_GEMM_FRACTION)
         except FlopwiseError as exc:
-            skipped.append(SkippedRow(rid, f"planner refused: {exc}"))
+            refused.append((row, f"planner refused: {exc}"))
             continue
-        note = prec.note
-        if plan.fits is False:
+        note = row.note
+        if base.get("does_not_fit"):
             note = (note + "; " if note else "") + "planner says this batch does not fit"
-        if r["measured_output_tokens_per_s"].strip():
-            measured = float(r["measured_output_tokens_per_s"])
-            rows.append(
-                ValidationRow(rid, "output_tokens_per_s", measured, plan.output_tokens_per_s, note)
-            )
-        if r["measured_ttft_ms"].strip():
-            measured = float(r["measured_ttft_ms"])
-            rows.append(ValidationRow(rid, "ttft_ms", measured, plan.ttft_s * 1e3, note))
-        if r["measured_tpot_ms"].strip():
-            measured = float(r["measured_tpot_ms"])
-            rows.append(ValidationRow(rid, "tpot_ms", measured, plan.tpot_s * 1e3, note))
-    return ValidationReport(rows=tuple(rows), skipped=tuple(skipped))
+        for metric, value in row.measured.items():
+            targets.append(Target(row, metric, value, note))
+        grid = FP8_FRACTION_GRID if _uses_fp8(row) else (FP8_GEMM_FRACTION,)
+        for mode in engines:
+            name = row.engine if mode == "known" else "generic"
+            for g in sorted(set(grid) | {FP8_GEMM_FRACTION}):
+                try:
+                    pred = (
+                        base
+                        if (g, mode) == (FP8_GEMM_FRACTION, "known")
+                        else _plan_row(row, name, g)
+                    )
+                except FlopwiseError:  # e.g. the generic engine keeps more memory back
+                    continue
+                cell = table.setdefault((mode, g), {})
+                for metric in row.measured:
+                    cell[(row.id, metric)] = pred[metric]
+    return table, targets, refused
+
+
+def predict(table: Table, target: Target, fraction: float, mode: str = "known") -> float:
+    """The prediction of `target` with fp8 fraction `fraction` (rows without fp8 ignore it)."""
+    g = fraction if _uses_fp8(target.row) else FP8_GEMM_FRACTION
+    return table[(mode, g)][target.key]
+
+
+def fit_fp8_fraction(table: Table, targets: Sequence[Target], mode: str = "known") -> float:
+    """Grid value minimising the mean |log(predicted/measured)| of the fp8 targets given.
+
+    With no fp8 row to fit on, the shipped value stays (nothing to learn from).
+    """
+    fp8 = [t for t in targets if _uses_fp8(t.row)]
+    if not fp8:
+        return FP8_GEMM_FRACTION
+
+    def loss(g: float) -> float:
+        return sum(abs(math.log(predict(table, t, g, mode) / t.measured)) for t in fp8) / len(fp8)
+
+    return min(FP8_FRACTION_GRID, key=lambda g: (loss(g), abs(g - FP8_GEMM_FRACTION)))
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredRow:
+    target: Target
+    predicted: float
+    predicted_oos: float
+
+    @property
+    def error_pct(self) -> float:
+        return error_pct(self.target.measured, self.predicted)
+
+    @property
+    def error_oos_pct(self) -> float:
+        return error_pct(self.target.measured, self.predicted_oos)
+
+    def to_dict(self) -> dict[str, Any]:
+        r = self.target.row
+        return {
+            "id": r.id,
+            "family": r.family,
+            "accelerator": r.accelerator,
+            "model": r.model,
+            "metric": self.target.metric,
+            "measured": self.target.measured,
+            "predicted": self.predicted,
+            "predicted_out_of_sample": self.predicted_oos,
+            "error_pct": self.error_pct,
+            "error_out_of_sample_pct": self.error_oos_pct,
+            "command": r.command,
+            "note": self.target.note,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class InferenceValidation:
+    rows: tuple[ScoredRow, ...]
+    skipped: tuple[tuple[str, str], ...]
+    fitted: dict[str, Any]
+    interval_coverage_pct: float | None
+    posed: int
+
+    def _groups(self, key: Callable[[ScoredRow], str], name: str) -> list[dict[str, Any]]:
+        oos = by_group(self.rows, key, lambda s: s.error_oos_pct)
+        ins = {g.group: g.summary for g in by_group(self.rows, key, lambda s: s.error_pct)}
+        return [{**g.to_dict(name), "in_sample": ins[g.group].to_dict()} for g in oos]
+
+    def to_dict(self) -> dict[str, Any]:
+        oos = summarize(s.error_oos_pct for s in self.rows)
+        ins = summarize(s.error_pct for s in self.rows)
+        return {
+            "n": oos.n,
+            "mape_pct": oos.mape_pct,
+            "max_abs_error_pct": oos.max_abs_error_pct,
+            "out_of_sample": oos.to_dict(),
+            "in_sample": ins.to_dict(),
+            "cross_validation": "leave one source family out; constants fitted on rows: "
+            + (", ".join(FITTED_CONSTANTS) or "none (out of sample = in sample)"),
+            "by_family": self._groups(lambda s: s.target.row.family, "family"),
+            "by_accelerator": self._groups(lambda s: s.target.row.accelerator, "accelerator"),
+            "by_metric": self._groups(lambda s: s.target.metric, "metric"),
+            "interval_coverage_pct": self.interval_coverage_pct,
+            "fitted": self.fitted,
+            "posed_rows": self.posed,
+            "rows": [s.to_dict() for s in self.rows],
+            "skipped": [{"id": i, "reason": why} for i, why in self.skipped],
+        }
+
+
+def _family(t: Target) -> str:
+    return t.row.family
+
+
+def score(
+    table: Table,
+    targets: Sequence[Target],
+    mode: str = "known",
+    group: Callable[..., str] = _family,
+    diagnostic: bool = False,
+) -> tuple[list[float], list[float], dict[str, Any]]:
+    """(in-sample, out-of-sample predictions in target order, fitted value per held-out group).
+
+    `diagnostic` refits FP8_GEMM_FRACTION per fold even though it is not shipped as fitted.
+    """
+
+    def fit(train: Sequence[Target]) -> float:
+        if "FP8_GEMM_FRACTION" in FITTED_CONSTANTS or diagnostic:
+            return fit_fp8_fraction(table, train, mode)
+        return FP8_GEMM_FRACTION
+
+    cv = leave_one_group_out(targets, group, fit, lambda t, g: predict(table, t, g, mode))
+    ins = [predict(table, t, FP8_GEMM_FRACTION, mode) for t in targets]
+    return ins, list(cv.predictions), cv.params_by_group
+
+
+def validate_inference(with_intervals: bool = True) -> InferenceValidation:
+    """Pose, plan and score every published inference row (see the module docstring)."""
+    posed, unposed = posed_rows()
+    table, targets, refused = build_table(posed)
+    ins, oos, _ = score(table, targets)
+    _, diag_oos, folds = score(table, targets, diagnostic=True)
+    rows = tuple(ScoredRow(t, p, q) for t, p, q in zip(targets, ins, oos, strict=True))
+    skipped = tuple((u.id, u.reason) for u in unposed) + tuple((r.id, why) for r, why in refused)
+    coverage = None
+    if with_intervals:
+        from flopwise.validate.intervals_fit import coverage_pct
+
+        coverage = coverage_pct(rows)
+    diag = summarize(
+        error_pct(t.measured, p) for t, p in zip(targets, diag_oos, strict=True)
+    ).to_dict()
+    fitted = {
+        "FP8_GEMM_FRACTION": {
+            "shipped": FP8_GEMM_FRACTION,
+            "fitted": "FP8_GEMM_FRACTION" in FITTED_CONSTANTS,
+            "diagnostic_out_of_sample_if_fitted": diag,
+            "fit_on_all_rows": fit_fp8_fraction(table, targets),
+            "fit_without_family": folds,
+            "grid": list(FP8_FRACTION_GRID),
+            "objective": "mean |log(predicted/measured)| over fp8 rows",
+        }
+    }
+    return InferenceValidation(rows, skipped, fitted, coverage, len(posed))
+
+
+def skipped_reasons(unposed: Sequence[Unposed]) -> Mapping[str, str]:
+    return {u.id: u.reason for u in unposed}

@@ -291,6 +291,10 @@ _SC21_TABLE_1: dict[str, tuple[int, int]] = {
     "n21_t1_1008.0B": (1, 1),
 }
 
+#: NeMo-Framework-Launcher 24.07 conf/training/*.yaml activations_checkpoint_granularity per
+#: model of the 24.07 performance table (null = none): only Nemotron-4 340B recomputes.
+NEMO_2407_RECOMPUTE: dict[str, str] = {"Nemotron-340B": "selective"}
+
 _SKIP_PREFIXES = {
     "llama1": "whole-run GPU-hours only; parallel layout, microbatch and recompute never published",
     "llama2": "whole-run GPU-hours only; parallel layout, microbatch and recompute never published",
@@ -305,6 +309,10 @@ _SKIP_PREFIXES = {
 
 
 def _recompute(text: str) -> str | None:
+    """The recompute mode a source's words name. torchtitan's op-level selective checkpointing
+    (its Llama 3 8B/70B tomls' selective_ac_option = 'op'; "selective activation
+    checkpointing" in the Dec 2024 tables) is its own mode, "op" (parallelize_llama.py
+    _save_list: every other matmul output and the attention outputs are kept)."""
     t = text.lower()
     if not t.strip():
         return None
@@ -312,6 +320,10 @@ def _recompute(text: str) -> str | None:
         return "none"
     if "full" in t:
         return "full"
+    if "layer" in t:
+        return "selective"
+    if " op" in t or "per-op" in t or "(op)" in t or t.startswith("selective activation"):
+        return "op"
     return "selective"
 
 
@@ -368,16 +380,25 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
         vp = re.search(r"VP=(\d+)", notes)
         if vp:
             put("--vpp", int(vp.group(1)))
-        if rid.startswith("nemo2407"):
-            # the 24.07 table lists no recompute: its throughput recipes keep all activations
-            out += ["--recompute", "none"]
+        if rid.startswith("nemo2407") and "_ft_" not in rid:
+            # the 24.07 table lists no recompute: NeMo-Framework-Launcher 24.07
+            # conf/training/*.yaml sets it per model (activations_checkpoint_granularity)
+            out += ["--recompute", NEMO_2407_RECOMPUTE.get(row["model"], "none")]
         out += ["--zero", "1"]
         out += ["--sequence-parallel" if (tp or 1) > 1 else "--no-sequence-parallel"]
+        if rid.startswith("nemo2407"):
+            # NeMo 1.x distributed_fused_adam: 16-bit master remainders (recipes.py)
+            out += [
+                "--recipe",
+                "nemo-fp8" if "fp8" in row.get("dtype", "").lower() else "nemo-bf16",
+            ]
         return out, "NeMo recipes: distributed optimizer (ZeRO-1), SP with TP"
     if family == "llm-foundry":
         out += ["--tp", "1", "--pp", "1", "--dp", str(gpus), "--cp", "1", "--zero", "3"]
         put("--microbatch", mb)
         put("--recompute", rc)
+        # llm-foundry's default loss_fn: fused_crossentropy (flash_attn's Triton kernel)
+        out += ["--fused-loss"]
         return out, "FSDP FULL_SHARD = ZeRO-3"
     if family == "torchtitan":
         if tp is None or dp is None:
@@ -411,6 +432,10 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
             out += ["--tp-comm-overlap"]
         if rc == "selective" and "layer" in row.get("recompute", "").lower():
             note += "; per-layer SAC (every 2nd layer recomputed) read as selective"
+        if rid.startswith("tt2506") and "compile" in notes:
+            # torchtitan compiles the loss with --training.compile at its June 2025 commits
+            # (components/loss.py); at the Dec 2024 one (9dec370) it stayed eager
+            out += ["--fused-loss"]
         return out, note
     if family == "maxtext":
         if tp is None or dp is None:
@@ -432,6 +457,8 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
         )
         if "offload" in row.get("recompute", "").lower():
             note += "; host offload of activations not modelled (read as selective)"
+        # the loss is one XLA-fused computation (no materialised fp32 copies of the logits)
+        out += ["--fused-loss"]
         return out, note
     return "no published layout for this family of runs"
 
@@ -518,6 +545,10 @@ def pose(row: Row) -> PosedRow | str:
         "--framework",
         family if family not in ("bloom",) else "deepspeed",
         *lay_flags,
+        # a published layout ran: it is judged against device capacity, as a user pinning it
+        # would; headroom is the search's margin for layouts nobody has run
+        "--memory-headroom",
+        "0",
     ]
     note = "; ".join(n for n in (lay_note, hw_note) if n)
     return PosedRow(

@@ -9,7 +9,10 @@ Conventions:
   ``convention="causal"`` charges only the keys a causal mask keeps (about half; what
   FlashAttention actually computes and what Megatron-LM's newer accounting uses).
 - Training = forward + backward (2x forward). Full activation recompute re-runs each layer's
-  forward (not the logits); selective recompute re-runs the attention core only.
+  forward (not the logits); selective recompute re-runs the attention core only; "op"
+  (torchtitan's op-level selective checkpointing, parallelize_llama.py _save_list) saves every
+  other matmul output and the attention outputs, and re-runs the other matmuls (wk, wo and w3 of
+  a gated block; wk, wo and w2 otherwise) and the elementwise ops.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from flopwise.workload.params import ParamCounts, count_params
 from flopwise.workload.spec import ModelSpec
 
 Convention = Literal["full", "causal"]
-Recompute = Literal["none", "selective", "full"]
+Recompute = Literal["none", "selective", "full", "op"]
 CONVENTIONS: tuple[str, ...] = ("full", "causal")
-RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
+RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full", "op")
 
 
 def _check(convention: str, recompute: str = "none") -> None:
@@ -32,6 +35,20 @@ def _check(convention: str, recompute: str = "none") -> None:
         raise FlopwiseError(f"attention convention {convention!r} is not one of {CONVENTIONS}")
     if recompute not in RECOMPUTE_MODES:
         raise FlopwiseError(f"recompute {recompute!r} is not one of {RECOMPUTE_MODES}")
+
+
+def op_recompute_params(spec: ModelSpec) -> float:
+    """Weights per token whose matmuls op-level selective checkpointing re-runs, all layers:
+    of a block's matmuls (wq, wk, wv, wo, w1, [w3,] w2) every second one is recomputed."""
+    kv = spec.kv_heads * spec.head_dim
+    wo = spec.heads * spec.v_head_dim * spec.hidden
+    if spec.is_moe:
+        ffn = (
+            spec.experts_per_token * spec.expert_ffn + spec.shared_experts * spec.shared_expert_ffn
+        )
+    else:
+        ffn = spec.ffn
+    return float(spec.layers * (spec.hidden * kv + wo + spec.hidden * ffn))
 
 
 def attention_flops_per_key(spec: ModelSpec) -> int:
@@ -113,6 +130,7 @@ def train_flops_per_token(
         "none": 0.0,
         "selective": attn,
         "full": 2.0 * c.layer_matmul_active + attn,
+        "op": 2.0 * op_recompute_params(spec),
     }[recompute]
     return TrainFlops(
         matmul_forward=matmul,

@@ -189,6 +189,33 @@ def _gpt2(name: str, cfg: Config) -> dict[str, Any]:
     }
 
 
+def _gptj(name: str, cfg: Config) -> dict[str, Any]:
+    """GPT-J: attention and MLP in parallel off one LayerNorm, rotary on part of each head.
+
+    q/k/v/out carry no bias; the MLP (fc_in/fc_out) and lm_head do (HF modeling_gptj.py). The
+    20K MLP bias elements per layer are left out (linear_bias would add attention biases too).
+    """
+    r = _Reader(name, cfg)
+    hidden = r.int("n_embd")
+    heads = r.int("n_head")
+    return {
+        "hidden": hidden,
+        "layers": r.int("n_layer"),
+        "heads": heads,
+        "kv_heads": heads,
+        "head_dim": hidden // heads,
+        "v_head_dim": hidden // heads,
+        "vocab": r.int("vocab_size"),
+        "ffn": r.int("n_inner", default=4 * hidden),
+        "gated_mlp": False,
+        "linear_bias": False,
+        "norm": "layernorm",
+        "norms_per_layer": 1,
+        "tied_embeddings": r.bool("tie_word_embeddings", False),
+        "max_seq_len": r.int("n_positions", default=2048),
+    }
+
+
 def _gpt_neox(name: str, cfg: Config) -> dict[str, Any]:
     r = _Reader(name, cfg)
     hidden = r.int("hidden_size")
@@ -332,6 +359,7 @@ NORMALISERS: Mapping[str, Callable[[str, Config], dict[str, Any]]] = {
     "deepseek_v2": _deepseek,
     "gpt_oss": _gpt_oss,
     "gpt2": _gpt2,
+    "gptj": _gptj,
     "gpt_neox": _gpt_neox,
     "bloom": _bloom,
     "opt": _opt,

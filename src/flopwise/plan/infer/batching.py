@@ -37,8 +37,17 @@ def continuous_memory(ctx: Context, batch: int) -> MemoryPlan:
         job.input_len + job.output_len,
         batch + prefill_per_step,
         ctx.rates.act_bytes,
-        kv_tokens_per_seq=job.input_len + job.output_len / 2.0,
+        kv_tokens_per_seq=kv_tokens_held(ctx),
     )
+
+
+def kv_tokens_held(ctx: Context) -> float:
+    """KV tokens a running sequence holds: all of input + output when the engine reserves the
+    whole request up front (TensorRT-LLM GUARANTEED_NO_EVICT), else the paged mean."""
+    job = ctx.job
+    if ctx.engine.kv_reservation == "full":
+        return float(job.input_len + job.output_len)
+    return job.input_len + job.output_len / 2.0
 
 
 def max_concurrency(ctx: Context) -> int:
@@ -92,8 +101,10 @@ def plan_continuous(ctx: Context) -> InferPlan:
         mbu=mbu,
         assumptions=(
             *assumptions_for(ctx),
-            f"continuous batching: {batch} running sequences holding input + output/2 tokens "
-            f"of paged KV on average, {per_step:,.0f} prompt tokens prefilled per step; "
+            f"continuous batching: {batch} running sequences holding "
+            f"{kv_tokens_held(ctx):,.0f} tokens of KV each "
+            f"({'whole request reserved' if ctx.engine.kv_reservation == 'full' else 'paged'}), "
+            f"{per_step:,.0f} prompt tokens prefilled per step; "
             "TTFT excludes queueing",
         ),
     )

@@ -55,14 +55,21 @@ class InferJob:
     act_dtype: str | None = None  # default: see Precision.resolve
     engine: str = "generic"
     price_per_gpu_hour: float | None = None
+    ep: int = 1  # expert-parallel degree inside the TP group (MoE); must divide tp
+    attention_dp: bool = False  # attention data-parallel over the TP group (MoE serving)
 
     def __post_init__(self) -> None:
-        for name in ("input_len", "output_len", "tp", "pp", "replicas"):
+        for name in ("input_len", "output_len", "tp", "pp", "replicas", "ep"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise FlopwiseError(f"{name} must be a positive integer, got {value!r}")
         if self.batch is not None and (not isinstance(self.batch, int) or self.batch < 1):
             raise FlopwiseError(f"batch must be a positive integer or 'max', got {self.batch!r}")
+        if self.tp % self.ep:
+            raise FlopwiseError(
+                f"--ep {self.ep} must divide --tp {self.tp} (experts are split over ep groups "
+                "of the tensor-parallel ranks)"
+            )
         normalize_dtype(self.weight_dtype, WEIGHT_DTYPES)
         if self.kv_dtype is not None:
             normalize_dtype(self.kv_dtype, KV_DTYPES)
@@ -74,6 +81,26 @@ class InferJob:
     @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.replicas
+
+    def moe_layout_note(self) -> str:
+        """How a mixture-of-experts model is split (the plan's assumptions line)."""
+        split = (
+            f"experts split over {self.ep} expert-parallel groups of {self.tp // self.ep} "
+            "tensor-parallel ranks (expected share of the touched experts per group; the "
+            "busiest group's excess is not modelled)"
+            if self.ep > 1
+            else "experts split by tensor parallelism"
+        )
+        attn = (
+            f"attention data-parallel over {self.tp} ranks (whole heads, 1/{self.tp} of the "
+            "sequences each)"
+            if self.attention_dp
+            else "attention split by heads"
+        )
+        return (
+            f"MoE: {split}; {attn}; decode reads the expected distinct experts of the batch, "
+            "prefill all of them"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +115,8 @@ class InferJob:
             "kv_dtype": self.kv_dtype,
             "act_dtype": self.act_dtype,
             "engine": self.engine,
+            "ep": self.ep,
+            "attention_dp": self.attention_dp,
             "price_per_gpu_hour": self.price_per_gpu_hour,
         }
 

@@ -14,7 +14,7 @@ elementwise ops: norms, rotary, residual adds, the MLP activation).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from flopwise.hardware import Hardware
 from flopwise.plan.efficiency import KERNEL_LAUNCH_S
@@ -187,16 +187,31 @@ def attention(flops: float, n_bytes: float, r: Rates, decode: bool) -> Breakdown
     return Breakdown(compute_s=compute, overhead_s=KERNEL_LAUNCH_S, flops=flops)
 
 
+def node_gpus(hw: Hardware) -> int:
+    """GPUs that talk without the scale-out network: the scale-up domain, or the whole node.
+
+    PCIe cards (L40S, A100 PCIe) have a scale-up domain of one card, yet tensor parallelism
+    inside their 8-GPU server runs over PCIe (the card's scale-up link rate) rather than the
+    NICs; the node type (``--system``, or the catalog's first node for the card) says how many.
+    """
+    domain = max(1, hw.scaleup_domain)
+    if hw.system_id is None:
+        return domain
+    from flopwise.catalog.systems import get_system
+
+    return max(domain, get_system(hw.system_id).gpus_per_node)
+
+
 def allreduce_s(n_bytes: float, tp: int, hw: Hardware, engine: EngineProfile) -> float:
     """One TP all-reduce: the cheapest of ring (NCCL) and one-/two-shot custom kernels."""
     if tp <= 1 or n_bytes <= 0:
         return 0.0
-    spans = tp > max(1, hw.scaleup_domain)
+    spans = tp > node_gpus(hw)
     tier = tier_for(hw, tp, spans_nodes=spans)
     ring = collective_time_s("all_reduce", n_bytes, tp, tier)
     if spans:
         return ring
-    bw = tier.bw_gbps * GB
+    bw = tier.bw_for("all_reduce") * GB
     one_shot = engine.allreduce_latency_s + (tp - 1) * n_bytes / bw
     two_shot = 2 * engine.allreduce_latency_s + 2 * (tp - 1) / tp * n_bytes / bw
     return min(ring, one_shot, two_shot)
@@ -250,9 +265,13 @@ def _mlp(sh: Shard, p: Pass, hw: Hardware, r: Rates, moe: bool) -> Breakdown:
         else expected_distinct_experts(s.experts, s.experts_per_token, m)
     )
     per_expert = routed / distinct
+    # expert parallelism: a rank computes only its group's experts (the expected share of the
+    # touched ones; the busiest group's excess at small batch is not modelled), each sharded
+    # over tp/ep ranks (Shard.expert_up_out)
+    local = distinct / sh.ep
     out = gemm(m, s.experts, h, hw, r)  # router
-    out = out + gemm(per_expert, sh.expert_up_out, h, hw, r, groups=distinct)
-    out = out + gemm(per_expert, h, sh.expert_down_in, hw, r, groups=distinct)
+    out = out + gemm(per_expert, sh.expert_up_out, h, hw, r, groups=local)
+    out = out + gemm(per_expert, h, sh.expert_down_in, hw, r, groups=local)
     if s.shared_experts:
         out = out + gemm(m, sh.shared_up_out, h, hw, r) + gemm(m, h, sh.shared_down_in, hw, r)
     return out
@@ -268,25 +287,46 @@ def _elementwise(sh: Shard, p: Pass, r: Rates) -> Breakdown:
     )
 
 
+def _share(p: Pass, dp: int) -> Pass:
+    """The part of a pass one of `dp` data-parallel attention ranks processes."""
+    if dp <= 1:
+        return p
+    return replace(
+        p,
+        tokens=p.tokens / dp,
+        decode_seqs=p.decode_seqs / dp,
+        prefill_tokens=p.prefill_tokens / dp,
+        prefill_pairs=p.prefill_pairs / dp,
+        prefill_pairs_sliding=p.prefill_pairs_sliding / dp,
+    )
+
+
 def stage_pass_time(
     sh: Shard, p: Pass, hw: Hardware, r: Rates, engine: EngineProfile, with_logits: bool = True
 ) -> Breakdown:
     """One forward pass of one pipeline stage (sh.layers layers) on one GPU."""
     s, m, h = sh.spec, p.tokens, sh.spec.hidden
-    proj = gemm(m, sh.qkv_out, h, hw, r) + gemm(m, h, sh.o_in, hw, r)
     ar = allreduce_s(m * h * ALLREDUCE_ELEMENT_BYTES, sh.tp, hw, engine)
-    common = proj + _elementwise(sh, p, r) + Breakdown(comm_s=2 * ar)
+    # attention data parallelism: each rank runs attention for its 1/attn_dp of the sequences
+    # with whole heads, then gathers every token for the MLP and scatters the result back
+    # (all-gather + reduce-scatter: the bytes of one all-reduce instead of two all-reduces)
+    pa = _share(p, sh.attn_dp)
+    proj = gemm(pa.tokens, sh.qkv_out, h, hw, r) + gemm(pa.tokens, h, sh.o_in, hw, r)
+    comm = Breakdown(comm_s=(1 if sh.attn_dp > 1 else 2) * ar)
+    common = proj + _elementwise(sh, pa, r) + comm
     sliding_frac = s.sliding_layers / s.layers
-    attn = _layer_attention(sh, p, r, sliding=False).scaled(1 - sliding_frac)
+    attn = _layer_attention(sh, pa, r, sliding=False).scaled(1 - sliding_frac)
     if sliding_frac:
-        attn = attn + _layer_attention(sh, p, r, sliding=True).scaled(sliding_frac)
+        attn = attn + _layer_attention(sh, pa, r, sliding=True).scaled(sliding_frac)
     total = (common + attn).scaled(sh.layers)
     if sh.dense_layers_on_stage:
         total = total + _mlp(sh, p, hw, r, moe=False).scaled(sh.dense_layers_on_stage)
     if sh.moe_layers_on_stage:
         total = total + _mlp(sh, p, hw, r, moe=True).scaled(sh.moe_layers_on_stage)
     if with_logits and p.logits_rows > 0:
-        total = total + gemm(p.logits_rows, sh.logits_out, h, hw, r)
+        # the lm_head stays 16-bit in quantized checkpoints (shard.VOCAB_WEIGHT_BYTES)
+        head = replace(r, weight_bytes=sh.vocab_bytes_per_elt)
+        total = total + gemm(p.logits_rows, sh.logits_out, h, hw, head)
     return total
 
 

@@ -45,6 +45,21 @@ def workspace_bytes(sh: Shard, tokens: float, seqs: float, act_bytes: float) -> 
     return tokens * per_token + seqs * sh.logits_out * 4.0
 
 
+def usable_bytes(engine: EngineProfile, device_bytes: float | None, fixed: float) -> float | None:
+    """Memory the engine lets itself fill: a fraction of the device, or of what `fixed` leaves.
+
+    `fixed` is weights + runtime reserve + the largest activation workspace. With
+    ``memory_fraction_of == "free"`` (TensorRT-LLM) the KV cache gets memory_fraction of the
+    memory left after them; otherwise (vLLM, SGLang) everything fits in memory_fraction of the
+    device.
+    """
+    if device_bytes is None:
+        return None
+    if engine.memory_fraction_of == "free":
+        return fixed + engine.memory_fraction * max(0.0, device_bytes - fixed)
+    return device_bytes * engine.memory_fraction
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryPlan:
     """Bytes per GPU of the fullest rank, and what fits."""
@@ -104,17 +119,18 @@ def plan_memory(
     weights = sh.weights_per_gpu_bytes() + extra_weights_bytes
     tokens = min(pass_tokens, engine.max_num_tokens)
     work = workspace_bytes(sh, tokens, batch, act_bytes)
-    usable = None if device_bytes is None else device_bytes * engine.memory_fraction
+    # a large batch fills the engine's largest forward pass: size the workspace for it
+    largest = workspace_bytes(sh, engine.max_num_tokens, 0, act_bytes)
+    usable = usable_bytes(engine, device_bytes, weights + RUNTIME_RESERVED_BYTES + largest)
     max_batch = None
     if usable is not None:
-        # a large batch fills the engine's largest forward pass: size the workspace for it
-        largest = workspace_bytes(sh, engine.max_num_tokens, 0, act_bytes)
         free = usable - weights - RUNTIME_RESERVED_BYTES - largest
-        per = per_seq + sh.logits_out * 4.0
+        # attention data parallelism: a rank holds the KV of 1/attn_dp of the sequences
+        per = per_seq / sh.attn_dp + sh.logits_out * 4.0
         max_batch = max(0, math.floor(free / per)) if free > 0 else 0
     return MemoryPlan(
         weights_bytes=weights,
-        kv_bytes=batch * per_seq,
+        kv_bytes=batch * per_seq / sh.attn_dp,
         workspace_bytes=work,
         reserved_bytes=RUNTIME_RESERVED_BYTES,
         device_bytes=device_bytes,

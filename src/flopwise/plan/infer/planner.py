@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flopwise.errors import FlopwiseError
@@ -24,10 +24,17 @@ from flopwise.plan.infer.latency import (
     Rates,
     engine_overhead,
     make_rates,
+    node_gpus,
     stage_pass_time,
 )
 from flopwise.plan.infer.memory import MemoryPlan, plan_memory
 from flopwise.plan.infer.shard import Shard, make_shard, mean_decode_keys, prefill_pairs
+from flopwise.plan.infer.uncertainty import (
+    interval_fields,
+    plan_intervals,
+    validation_assumptions,
+)
+from flopwise.plan.intervals import Interval
 from flopwise.plan.roofline import collective_time_s, tier_for
 from flopwise.units import GB, GIB, SECONDS_PER_HOUR, TERA
 from flopwise.workload.flops import decode_flops_per_token, prefill_flops
@@ -47,7 +54,9 @@ class Context:
     rates: Rates
 
 
-def make_context(spec: ModelSpec, hw: Hardware, job: InferJob) -> Context:
+def make_context(
+    spec: ModelSpec, hw: Hardware, job: InferJob, engine: EngineProfile | None = None
+) -> Context:
     total = job.input_len + job.output_len
     if total > spec.max_seq_len:
         raise FlopwiseError(
@@ -58,9 +67,17 @@ def make_context(spec: ModelSpec, hw: Hardware, job: InferJob) -> Context:
         raise FlopwiseError(
             f"{hw.id} has no known interconnect; tensor/pipeline parallel needs one"
         )
-    engine = get_engine(job.engine)
+    engine = engine or get_engine(job.engine)
     precision = resolve_precision(job, hw)
-    shard = make_shard(spec, job.tp, job.pp, precision.weight, precision.kv)
+    if (job.ep > 1 or job.attention_dp) and not spec.is_moe:
+        raise FlopwiseError(
+            f"{spec.name} is dense: --ep and --attention-dp apply to mixture-of-experts models"
+        )
+    if job.ep > 1 and spec.experts % job.ep:
+        raise FlopwiseError(f"--ep {job.ep} must divide {spec.name}'s {spec.experts} experts")
+    shard = make_shard(
+        spec, job.tp, job.pp, precision.weight, precision.kv, job.ep, job.attention_dp
+    )
     rates = make_rates(hw, engine, precision.act, precision.weight)
     return Context(spec, hw, job, engine, precision, shard, rates)
 
@@ -79,7 +96,7 @@ def _p2p_s(ctx: Context, tokens: float) -> float:
     """Pipeline hand-off of `tokens` activations between two stages."""
     if ctx.job.pp <= 1:
         return 0.0
-    spans = ctx.job.tp * ctx.job.pp > max(1, ctx.hw.scaleup_domain)
+    spans = ctx.job.tp * ctx.job.pp > node_gpus(ctx.hw)
     tier = tier_for(ctx.hw, 2, spans_nodes=spans)
     return collective_time_s("send_recv", tokens * ctx.spec.hidden * 2.0, 2, tier)
 
@@ -173,6 +190,8 @@ class InferPlan:
     assumptions: tuple[str, ...] = ()
     suggestion: str | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    #: 80% prediction intervals by metric (ttft_ms, tpot_ms, output_tokens_per_s)
+    intervals: dict[str, Interval] = field(default_factory=dict)
 
     @property
     def tokens_per_s_per_user(self) -> float:
@@ -219,6 +238,14 @@ class InferPlan:
             },
             "peak_bw_gbps": self.peak_bw_gbps,
             "peak_tflops": self.peak_tflops,
+            **interval_fields(
+                self.intervals,
+                {
+                    "ttft_ms": self.ttft_s * 1e3,
+                    "tpot_ms": self.tpot_s * 1e3,
+                    "output_tokens_per_s": self.output_tokens_per_s,
+                },
+            ),
             "assumptions": list(self.assumptions),
             "suggestion": self.suggestion,
             **self.extras,
@@ -245,17 +272,14 @@ def assumptions_for(ctx: Context) -> list[str]:
     out = [
         f"engine class {ctx.engine.name}: {ctx.engine.step_overhead_s * 1e3:.2f} ms host time "
         f"per decode step, decode attention at {ctx.engine.decode_attention_bw_fraction:.0%} "
-        "of achievable bandwidth",
+        "of achievable bandwidth" + (f"; {ctx.engine.features}" if ctx.engine.features else ""),
         f"precision: {ctx.precision.mode} ({ctx.precision.weight} weights, {ctx.precision.kv} "
         f"KV cache, {ctx.precision.act} GEMMs)",
     ]
     if ctx.precision.note:
         out.append(ctx.precision.note)
     if ctx.spec.is_moe:
-        out.append(
-            "MoE experts split by tensor parallelism (no expert parallelism); decode reads "
-            "the expected distinct experts of the batch, prefill all of them"
-        )
+        out.append(ctx.job.moe_layout_note())
     return out
 
 
@@ -353,22 +377,36 @@ def plan_static(ctx: Context, batch: int) -> InferPlan:
 
 
 def plan_inference(
-    model: ModelSpec, hardware: Hardware, job: InferJob, draft: Any = None
+    model: ModelSpec,
+    hardware: Hardware,
+    job: InferJob,
+    draft: Any = None,
+    *,
+    engine: EngineProfile | None = None,
 ) -> InferPlan:
     """Plan serving `model` on `hardware` for `job` (see the module docstring for modes).
 
     `draft` (a ``speculative.DraftConfig``) adds speculative decoding: expected speed-up and the
-    new TPOT under ``extras["speculative"]``.
+    new TPOT under ``extras["speculative"]``. `engine` replaces the named profile of
+    ``job.engine`` (Python API: a custom engine; cross-validation: refitted constants).
     """
-    ctx = make_context(model, hardware, job)
+    ctx = make_context(model, hardware, job, engine)
     if job.batch is None:
         from flopwise.plan.infer.batching import plan_continuous
 
         plan = plan_continuous(ctx)
     else:
         plan = plan_static(ctx, job.batch)
+    plan = replace(
+        plan,
+        intervals=plan_intervals(hardware.id, ctx.engine.name, model.is_moe),
+        assumptions=(*plan.assumptions, *validation_assumptions(hardware.id)),
+    )
     if draft is not None:
         from flopwise.plan.infer.speculative import add_speculation
 
         plan = add_speculation(ctx, plan, draft)
-    return plan
+    from flopwise.plan.assumptions import hardware_fallbacks
+
+    assumed = hardware_fallbacks(hardware, ctx.precision.act)
+    return replace(plan, extras={**plan.extras, "assumed": assumed})

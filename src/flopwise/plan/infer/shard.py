@@ -15,6 +15,12 @@ from flopwise.workload.memory_bytes import DTYPE_BYTES, kv_bytes_per_token_per_l
 from flopwise.workload.params import ParamCounts, attention_params, count_params, mlp_params
 from flopwise.workload.spec import ModelSpec
 
+#: Bytes per element of the embedding and output projection (lm_head) in quantized checkpoints:
+#: fp8/int8/int4 quantizers leave them in 16 bit by default (NVIDIA ModelOpt FP8 checkpoints
+#: list "lm_head" under exclude_modules in hf_quant_config.json; AutoAWQ/GPTQ quantize only the
+#: decoder's linear layers). 16-bit deployments are unaffected.
+VOCAB_WEIGHT_BYTES = 2.0
+
 
 @dataclass(frozen=True, slots=True)
 class Shard:
@@ -39,6 +45,14 @@ class Shard:
     logits_out: int
     kv_per_token_layer_bytes: float  # KV bytes one token adds to one layer on this rank
     attn_flops_per_key: float  # decode attention FLOPs per (query, key) pair on this rank
+    #: expert parallelism: the TP group's ranks split into `ep` groups that each hold
+    #: experts/ep whole experts, every expert sharded over tp/ep ranks (TensorRT-LLM
+    #: moe_ep_size x moe_tp_size = tp_size; vLLM --enable-expert-parallel: ep = tp)
+    ep: int = 1
+    #: attention data parallelism: every rank holds all attention weights and whole KV heads and
+    #: serves 1/attn_dp of the sequences (SGLang --enable-dp-attention, TensorRT-LLM
+    #: enable_attention_dp); 1 = attention split by heads over the TP group
+    attn_dp: int = 1
 
     @property
     def moe(self) -> bool:
@@ -57,7 +71,13 @@ class Shard:
     def expert_bytes(self) -> float:
         """Weight bytes of one routed expert on one rank."""
         s = self.spec
-        return mlp_params(s, s.expert_ffn, bias=s.expert_bias) / self.tp * self.weight_bytes_per_elt
+        per = mlp_params(s, s.expert_ffn, bias=s.expert_bias) * self.weight_bytes_per_elt
+        return per / (self.tp // self.ep)
+
+    @property
+    def local_experts(self) -> int:
+        """Routed experts held by one rank's expert-parallel group."""
+        return self.spec.experts // self.ep
 
     @property
     def mlp_act_width(self) -> float:
@@ -71,34 +91,52 @@ class Shard:
         frac = s.moe_layers / s.layers
         return frac * moe + (1 - frac) * self.mlp_down_in
 
+    @property
+    def vocab_bytes_per_elt(self) -> float:
+        """Bytes per element of the embedding and lm_head (see VOCAB_WEIGHT_BYTES)."""
+        return max(self.weight_bytes_per_elt, VOCAB_WEIGHT_BYTES)
+
     def weights_per_gpu_bytes(self) -> float:
         """Weights on the fullest rank: its layers plus the embedding and output projection."""
         c, s = self.counts, self.spec
-        layer_total = c.attention + c.mlp + c.experts + c.shared_experts + c.router + c.norms
-        per_layer = layer_total / s.layers
+        split = c.mlp + c.experts + c.shared_experts + c.router + c.norms
+        # attention weights are whole on every rank under attention data parallelism
+        attention = c.attention * (self.tp if self.attn_dp > 1 else 1)
+        per_layer = (split + attention) / s.layers
         vocab = c.embedding + c.lm_head
         # With pp > 1 the embedding sits on the first stage, the lm_head on the last.
         vocab_on_stage = vocab if self.pp == 1 else max(c.embedding, c.lm_head)
-        return (per_layer * self.layers + vocab_on_stage) / self.tp * self.weight_bytes_per_elt
+        layers = per_layer * self.layers * self.weight_bytes_per_elt
+        return (layers + vocab_on_stage * self.vocab_bytes_per_elt) / self.tp
 
 
-def make_shard(spec: ModelSpec, tp: int, pp: int, weight_dtype: str, kv_dtype: str) -> Shard:
+def make_shard(
+    spec: ModelSpec,
+    tp: int,
+    pp: int,
+    weight_dtype: str,
+    kv_dtype: str,
+    ep: int = 1,
+    attention_dp: bool = False,
+) -> Shard:
     s = spec
     counts = count_params(s)
     layers = math.ceil(s.layers / pp)
     o_in = s.heads * s.v_head_dim
+    atp = 1 if attention_dp else tp  # ranks the attention heads are split over
     if s.is_mla:
         qkv_total = attention_params(s) - o_in * s.hidden
-        qkv_out = max(1, round(qkv_total / s.hidden / tp))
+        qkv_out = max(1, round(qkv_total / s.hidden / atp))
         kv_layer = kv_bytes_per_token_per_layer(s, kv_dtype)  # latent replicated on every rank
         # absorbed MLA decode: q.(latent, rope) then weights over the latent, per head
-        per_key = 2.0 * s.heads * (2 * s.kv_lora_rank + s.qk_rope_head_dim) / tp
+        per_key = 2.0 * s.heads * (2 * s.kv_lora_rank + s.qk_rope_head_dim) / atp
     else:
-        kv_heads_rank = math.ceil(s.kv_heads / tp)
-        qkv_out = (s.heads * s.head_dim) // tp + kv_heads_rank * (s.head_dim + s.v_head_dim)
+        kv_heads_rank = math.ceil(s.kv_heads / atp)
+        qkv_out = (s.heads * s.head_dim) // atp + kv_heads_rank * (s.head_dim + s.v_head_dim)
         kv_layer = kv_bytes_per_token_per_layer(s, kv_dtype) * kv_heads_rank / s.kv_heads
-        per_key = 2.0 * s.heads * (s.head_dim + s.v_head_dim) / tp
+        per_key = 2.0 * s.heads * (s.head_dim + s.v_head_dim) / atp
     up = 2 if s.gated_mlp else 1
+    etp = tp // ep  # ranks one expert is sharded over
     return Shard(
         spec=s,
         counts=counts,
@@ -108,16 +146,18 @@ def make_shard(spec: ModelSpec, tp: int, pp: int, weight_dtype: str, kv_dtype: s
         weight_bytes_per_elt=DTYPE_BYTES[weight_dtype],
         kv_bytes_per_elt=DTYPE_BYTES[kv_dtype],
         qkv_out=qkv_out,
-        o_in=max(1, o_in // tp),
+        o_in=max(1, o_in // atp),
         mlp_up_out=max(1, up * s.ffn // tp),
         mlp_down_in=max(1, s.ffn // tp),
-        expert_up_out=max(1, up * s.expert_ffn // tp),
-        expert_down_in=max(1, s.expert_ffn // tp),
+        expert_up_out=max(1, up * s.expert_ffn // etp),
+        expert_down_in=max(1, s.expert_ffn // etp),
         shared_up_out=max(1, up * s.shared_experts * s.shared_expert_ffn // tp),
         shared_down_in=max(1, s.shared_experts * s.shared_expert_ffn // tp),
         logits_out=max(1, s.vocab // tp),
         kv_per_token_layer_bytes=kv_layer,
         attn_flops_per_key=per_key,
+        ep=ep,
+        attn_dp=tp if attention_dp else 1,
     )
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flopwise.hardware import Hardware
 from flopwise.plan.infer.job import InferJob
 from flopwise.plan.infer.planner import make_context, plan_static, static_memory
+from flopwise.plan.infer.uncertainty import interval_fields, plan_intervals
+from flopwise.plan.intervals import Interval
 from flopwise.workload.spec import ModelSpec
 
 DEFAULT_POINTS = 64
@@ -27,9 +29,20 @@ class SweepPoint:
     mbu: float | None
     mfu: float | None
     cost_per_million_output_tokens: float | None
+    intervals: dict[str, Interval] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        ranges = interval_fields(
+            self.intervals,
+            {
+                "ttft_ms": self.ttft_s * 1e3,
+                "tpot_ms": self.tpot_s * 1e3,
+                "output_tokens_per_s": self.output_tokens_per_s,
+            },
+        )
+        ranges.pop("intervals")
         return {
+            **ranges,
             "batch": self.batch,
             "ttft_ms": self.ttft_s * 1e3,
             "tpot_ms": self.tpot_s * 1e3,
@@ -72,6 +85,7 @@ def sweep_batches(
     if sizes is None:
         limit = static_memory(ctx, 1).max_batch
         sizes = sweep_sizes(limit if limit else 256, points)
+    ranges = plan_intervals(hardware.id, ctx.engine.name, model.is_moe)
     out: list[SweepPoint] = []
     for b in sizes:
         plan = plan_static(replace(ctx, job=replace(job, batch=b)), b)
@@ -88,6 +102,7 @@ def sweep_batches(
                 mbu=plan.mbu,
                 mfu=plan.mfu,
                 cost_per_million_output_tokens=plan.cost_per_million_output_tokens,
+                intervals=ranges,
             )
         )
     return out

@@ -23,6 +23,7 @@ from flopwise.hardware import Hardware
 from flopwise.plan.efficiency import MEMORY_BW_FRACTION
 from flopwise.plan.infer.job import InferJob
 from flopwise.plan.infer.planner import InferPlan, decode_phase, make_context, plan_static
+from flopwise.plan.infer.uncertainty import plan_intervals
 from flopwise.units import GB
 from flopwise.workload.memory_bytes import DTYPE_BYTES
 from flopwise.workload.params import count_params
@@ -126,7 +127,8 @@ def plan_for_target_tpot(
         if plan.fits is not False:
             best = plan.tpot_s if best is None else min(best, plan.tpot_s)
             if plan.tpot_s <= target_tpot_s:
-                found = plan
+                ranges = plan_intervals(hardware.id, ctx.engine.name, model.is_moe)
+                found = replace(plan, intervals=ranges)
                 break
         total *= 2
     return TargetPlan(

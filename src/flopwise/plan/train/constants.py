@@ -20,9 +20,33 @@ FRAMEWORK_FIXED_BYTES = 2.0 * GIB
 #: management docs; Megatron-LM reports). Charged on activations and transient buffers.
 ALLOCATOR_FRAGMENTATION = 0.10
 
+#: Default memory headroom of the layout search, as a fraction of device memory: the search
+#: recommends only layouts whose predicted peak leaves this much free. It covers what the model
+#: cannot see: the PyTorch caching allocator's reserved bytes drift between iterations and
+#: ranks (torchtitan's own Llama 3.1 8B FSDP rows peak at 82.4 GiB eager and 77.0 GiB compiled
+#: for the same layout, a 7% spread), and the memory model's error against published peaks
+#: (validate/memory.py, torchtitan rows). 5% is 4.0 GiB on an 80 GB H100.
+#: A layout the user fixes completely is judged against the device capacity instead: headroom is
+#: a recommendation policy, not a claim that a known-good layout cannot run.
+MEMORY_HEADROOM_FRACTION = 0.05
+
 #: Bytes kept per logit element on the last stage: the 16-bit logits plus the fp32 copy the
 #: vocab-parallel cross-entropy works on (Korthikanti et al. 2022 §4.3: output layer 4sbv/t).
 LOGITS_BYTES_PER_ELEMENT = 6.0
+
+#: Bytes per logit element at the loss of a PyTorch-native trainer (torchtitan train.py
+#: loss_fn: cross_entropy(pred.float()); llm-foundry/Composer alike), the FSDP recipes: the
+#: fp32 log-softmax output kept for the backward (4), and at the start of the backward the fp32
+#: gradients of the log-probabilities and of the upcast logits (4 + 4); the forward peak is
+#: lower (16-bit logits 2 + fp32 copy 4 + log-softmax 4 = 10, then torchtitan deletes pred).
+TORCH_LOSS_BYTES_PER_ELEMENT = 12.0
+
+#: The same loss as one fused cross-entropy kernel: torch.compile of the loss (torchtitan
+#: --training.compile, components/loss.py, at its June 2025 commits) or FlashAttention's Triton
+#: CrossEntropyLoss (llm-foundry's default loss_fn: fused_crossentropy): the 16-bit logits and a
+#: per-row log-sum-exp are kept for the backward, which writes the 16-bit gradient in one pass:
+#: 2 + 2 bytes per element, no fp32 copies.
+FUSED_LOSS_BYTES_PER_ELEMENT = 4.0
 
 #: ZeRO-3 / FSDP holds the gathered weights (and their gradients) of this many layers at once:
 #: the layer computing and the one being prefetched (PyTorch FSDP forward/backward prefetch).
@@ -167,3 +191,8 @@ def sustained_compute_fraction(accelerator_id: str) -> float:
     return SUSTAINED_COMPUTE_FRACTION.get(
         fraction_group(accelerator_id), SUSTAINED_COMPUTE_FRACTION_DEFAULT
     )
+
+
+def has_calibrated_compute_fraction(accelerator_id: str) -> bool:
+    """Whether published runs calibrated this accelerator's die (else the default is used)."""
+    return fraction_group(accelerator_id) in SUSTAINED_COMPUTE_FRACTION

@@ -13,6 +13,7 @@ from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
 from flopwise.plan.efficiency import power_clock_factor
 from flopwise.plan.roofline import Tier, memory_bw_bytes_per_s, tier_for
+from flopwise.units import GIB
 from flopwise.workload.flops import attention_flops_per_token, train_flops_per_token
 from flopwise.workload.memory_bytes import TrainingRecipe
 from flopwise.workload.params import (
@@ -25,7 +26,7 @@ from flopwise.workload.params import (
 )
 from flopwise.workload.spec import ModelSpec
 
-from .constants import fraction_group, sustained_compute_fraction
+from .constants import MEMORY_HEADROOM_FRACTION, fraction_group, sustained_compute_fraction
 from .layout import TrainJob, zero_shard_gpus
 from .recipes import resolve_recipe
 
@@ -86,6 +87,11 @@ class ModelContext:
         tdp = hw.accelerator.spec("tdp_w") if hw.accelerator is not None else None
         self.power_factor = power_clock_factor(tdp, fraction_group(hw.id))
         self.compute_fraction = base * self.power_factor
+        if hw.step_calibration:
+            # bench step on this device: measured / predicted tokens/s scales every rate the
+            # device's own work runs at (GEMMs, attention, memory-bound ops); not the network
+            self.compute_fraction *= hw.step_calibration
+            self.bw_bytes_s *= hw.step_calibration
         norms = m.norms_per_layer * norm_params(m, m.hidden)
         attn = attention_params(m)
         self.dense_layer_params = attn + mlp_params(m, m.ffn) + norms
@@ -103,12 +109,22 @@ class ModelContext:
         )
         flops = {
             rc: train_flops_per_token(m, job.seq_len, recompute=rc, counts=self.counts)
-            for rc in ("none", "selective", "full")
+            for rc in ("none", "selective", "full", "op")
         }
         self.model_flops_per_token = flops["none"].model
         self.recompute_flops_per_token = {rc: f.recompute for rc, f in flops.items()}
         self.rope = m.learned_positions == 0 and m.model_type not in _ALIBI_OR_LEARNED
         self.caches = {}
+
+    @property
+    def headroom_bytes(self) -> float:
+        """Memory the search leaves free per GPU: the job's headroom, else the default
+        fraction of device memory (constants.MEMORY_HEADROOM_FRACTION)."""
+        if self.job.memory_headroom_gib is not None:
+            return self.job.memory_headroom_gib * GIB
+        if self.capacity_bytes is None:
+            return 0.0
+        return MEMORY_HEADROOM_FRACTION * self.capacity_bytes
 
     def cache(self, name: str) -> dict[tuple[object, ...], object]:
         c = self.caches.get(name)
@@ -143,8 +159,7 @@ class ModelContext:
         if spans:
             stride = max(extent // group, 1)
             per_node = max(1, min(group, self.gpus_per_node // stride))
-            up = tier_for(self.hw, group, spans_nodes=False).bw_gbps
-            tier = Tier(tier.name, min(per_node * tier.bw_gbps, up), tier.alpha_s)
+            tier = tier.scaled(per_node, tier_for(self.hw, group, spans_nodes=False))
         cache[key] = tier
         return tier
 

@@ -17,7 +17,10 @@ from flopwise.workload.spec import ModelSpec
 if TYPE_CHECKING:
     from flopwise.plan.train.frameworks import FrameworkProfile
 
-RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
+RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full", "op")
+#: What the search tries when recompute is free: Megatron's three; "op" (torchtitan's op-level
+#: selective checkpointing) when asked for
+SEARCHED_RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
 TRAIN_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "fp32")
 OBJECTIVES: tuple[str, ...] = ("time", "cost")
 ATTENTION_IMPLS: tuple[str, ...] = ("flash", "flash2", "unfused")
@@ -67,6 +70,13 @@ class TrainJob:
     # share of the MAMF-based GEMM/attention rate sustained inside a step; None: the calibrated
     # per-die value (constants.SUSTAINED_COMPUTE_FRACTION)
     sustained_compute_fraction: float | None = None
+    # memory the layout search leaves free on each GPU, GiB; None: the default policy
+    # (constants.MEMORY_HEADROOM_FRACTION of device memory). Fully fixed layouts are judged
+    # against device capacity.
+    memory_headroom_gib: float | None = None
+    # the loss is one fused cross-entropy kernel (torch.compile, FlashAttention's Triton
+    # cross-entropy): no fp32 copies of the logits; applies to the PyTorch-native (FSDP) recipes
+    fused_loss: bool = False
 
     def __post_init__(self) -> None:
         for name in ("gpus", "seq_len", "global_batch_seqs"):
@@ -92,6 +102,9 @@ class TrainJob:
         f = self.sustained_compute_fraction
         if f is not None and not 0.0 < f <= 1.5:
             raise FlopwiseError(f"sustained compute fraction must be in (0, 1.5], got {f}")
+        hr = self.memory_headroom_gib
+        if hr is not None and not hr >= 0.0:
+            raise FlopwiseError(f"memory headroom must be at least 0 GiB, got {hr}")
         if self.objective not in OBJECTIVES:
             raise FlopwiseError(f"objective {self.objective!r} is not one of time, cost")
 
@@ -276,10 +289,6 @@ def layout_problem(model: ModelSpec, job: TrainJob, lay: Layout) -> str | None:
                 f"the interleaved schedule needs the {lay.microbatches(job)} microbatches to "
                 f"be a multiple of pp={lay.pp}"
             )
-    if lay.pp > 1 and lay.zero > 1:
-        return (
-            f"zero={lay.zero} shards gradients, which pipeline parallelism (pp={lay.pp}) cannot use"
-        )
     if lay.sequence_parallel and lay.tp == 1:
         return "sequence parallelism needs tp > 1"
     if lay.hsdp and lay.zero != 3:
@@ -374,8 +383,6 @@ def explain_constraints(model: ModelSpec, job: TrainJob, cons: LayoutConstraints
             )
     if cons.sequence_parallel and cons.tp == 1:
         return "sequence parallelism needs tp > 1"
-    if cons.pp is not None and cons.pp > 1 and cons.zero is not None and cons.zero > 1:
-        return f"zero={cons.zero} shards gradients, which pipeline parallelism cannot use"
     if cons.hsdp and cons.pp is not None and cons.pp > 1:
         return f"hsdp shards like ZeRO-3, which pipeline parallelism (pp={cons.pp}) cannot use"
     return None

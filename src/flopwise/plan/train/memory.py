@@ -12,27 +12,59 @@ output and log-sum-exp instead of the s^2 score matrix, GQA shrinks K/V, gated M
 up and product (3f) instead of 2f. Hidden-sized tensors (norm inputs, the inputs of the QKV and
 MLP projections) are replicated over TP unless sequence parallelism shards them.
 Full recompute keeps only each layer's input plus one layer's working set; selective recompute
-drops the attention core's outputs. The first pipeline stage holds min(pp, m) microbatches
-(1F1B) or pp*(1 + (pp-1)/(pp*v)) (interleaved, Korthikanti §4.2.3).
+drops the attention core's outputs.
+
+Pipelines: the peak is the largest over pipeline ranks, not the first stage's alone. Rank r of a
+1F1B schedule holds min(pp - r, m) microbatches at its peak (Megatron-Core schedules.py
+forward_backward_pipelining_without_interleaving: pp - r - 1 warm-up forwards, then one more
+before its first backward); with v virtual stages it holds min(2(pp - r - 1) + (v - 1) pp + 1,
+m v) model chunks of L_r / v layers (forward_backward_pipelining_with_interleaving; for rank 0
+this is Korthikanti §4.2.3's pp (1 + (pp - 1)/(pp v)), and with m = pp every forward runs
+before the first backward). When pp does not divide the layers, the lighter stages go to the
+ends, first and last first (Llama 3, arXiv:2407.21783 §3.3.2: one layer fewer on the first and
+the last stage; Megatron-Core decoder_first/last_pipeline_num_layers), so the middle ranks may
+peak: a rank with one layer more and one microbatch fewer in flight.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from functools import lru_cache
+from typing import Any
 
 from flopwise.units import GIB
+from flopwise.workload.memory_bytes import TrainingRecipe
 
+from .activations import (
+    TE_FP8_RECIPES,
+    layer_activation_bytes,
+    layer_acts,
+    logits_bytes,
+    op_checkpoint_bytes,
+)
 from .constants import (
     ACT_BYTES,
     ALLOCATOR_FRAGMENTATION,
     FRAMEWORK_FIXED_BYTES,
-    LOGITS_BYTES_PER_ELEMENT,
-    UNFUSED_SCORE_BYTES_STORED,
     ZERO3_GATHERED_LAYERS,
 )
 from .context import ModelContext
 from .layout import Layout
+
+__all__ = [
+    "TE_FP8_RECIPES",
+    "MemoryBreakdown",
+    "StateBytes",
+    "in_flight_layers",
+    "layer_activation_bytes",
+    "logits_bytes",
+    "memory_breakdown",
+    "op_checkpoint_bytes",
+    "stage_layers",
+    "state_bytes",
+    "total_memory_bytes",
+    "weight_bytes_per_param",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,77 +109,103 @@ def state_bytes(ctx: ModelContext, lay: Layout) -> StateBytes:
     n_exp = max(min(n, lay.dp * lay.cp // lay.ep), 1)
     z = lay.zero
 
-    def split(p: float, shard: int) -> tuple[float, float, float, float]:
-        return (
-            r.weights * p / (shard if z >= 3 else 1),
-            r.grads * p / (shard if z >= 2 else 1),
-            r.master * p / (shard if z >= 1 else 1),
-            r.optimizer * p / (shard if z >= 1 else 1),
-        )
-
     layer_p = (p_first + p_exp) / max(-(-ctx.layers // lay.pp), 1)
-    # gathered 16-bit weights and their 16-bit gradients before the reduce-scatter
-    gathered = ZERO3_GATHERED_LAYERS * layer_p * 2 * ACT_BYTES if z >= 3 else 0.0
-    out = []
-    for p in (p_first, p_last):
-        a = split(p, n)
-        b = split(p_exp, n_exp)
-        out.append((a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], gathered))
-    res = StateBytes(first=tuple(out[0]), last=tuple(out[1]))  # type: ignore[arg-type]
+    out = [_state(r, z, p, p_exp, n, n_exp, layer_p) for p in (p_first, p_last)]
+    res = StateBytes(first=out[0], last=out[1])
     cache[key] = res
     return res
 
 
-def layer_activation_bytes(
-    ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool
-) -> tuple[float, float, float]:
-    """(bytes kept per layer per microbatch without recompute, dropped by selective recompute,
-    the layer input kept by full recompute)."""
-    m = ctx.model
-    tokens = mb * ctx.job.seq_len / cp
-    h = m.hidden
-    kv_local = max(m.kv_heads / tp, 1.0)
-    hidden_part = 4.0 * h / (tp if sp else 1)
-    q = m.heads / tp * m.head_dim
-    k = kv_local * m.head_dim
-    v = kv_local * m.v_head_dim
-    o = m.heads / tp * m.v_head_dim
-    lse = 2.0 * m.heads / tp  # fp32 log-sum-exp per head, in 16-bit element units
-    if m.is_mla:
-        k = m.heads / tp * m.head_dim
-        v = m.heads / tp * m.v_head_dim
-        hidden_part += (m.kv_lora_rank + m.q_lora_rank) / (tp if sp else 1)
-    attn = q + k + v + o + lse
-    mlp_mult = 3.0 if m.gated_mlp else 2.0
-    frac_moe = ctx.n_moe / m.layers
-    dense_mlp = mlp_mult * m.ffn / tp
-    moe_mlp = 0.0
-    if m.is_moe:
-        moe_mlp = (
-            m.experts_per_token * (h + mlp_mult * m.expert_ffn / tp)
-            + m.shared_experts * mlp_mult * m.shared_expert_ffn / tp
+def weight_bytes_per_param(recipe: TrainingRecipe, zero: int) -> float:
+    """Bytes per parameter of the weights a GPU holds through the step (before sharding).
+
+    FSDP recipes keep their fp32 sharded parameters as the master copy (weights 0 B) and
+    gather a 16-bit compute copy per layer under ZeRO-3 (FULL_SHARD, charged as gathered
+    layers). Under ZeRO-0/1/2 (NO_SHARD, SHARD_GRAD_OP, or FSDP2 reshard_after_forward=False
+    as torchtitan sets it with pipeline parallelism) that 16-bit copy stays unsharded from the
+    forward to the backward: 2 bytes per parameter on every GPU."""
+    if recipe.weights == 0 and zero < 3:
+        return ACT_BYTES
+    return recipe.weights
+
+
+def _state(
+    r: TrainingRecipe,
+    z: int,
+    p: float,
+    p_exp: float,
+    n: int,
+    n_exp: int,
+    layer_p: float,
+) -> tuple[float, float, float, float, float]:
+    """(weights, grads, master, optimizer, transient) bytes for p shared + p_exp expert params."""
+    w = weight_bytes_per_param(r, z)
+
+    def split(q: float, shard: int) -> tuple[float, float, float, float]:
+        return (
+            w * q / (shard if z >= 3 else 1),
+            r.grads * q / (shard if z >= 2 else 1),
+            r.master * q / (shard if z >= 1 else 1),
+            r.optimizer * q / (shard if z >= 1 else 1),
         )
-    mlp = (1 - frac_moe) * dense_mlp + frac_moe * moe_mlp
-    per_token = hidden_part + attn + mlp
-    full_input = h / (tp if sp else 1)
-    scores = 0.0
-    if ctx.job.attention_kernel == "unfused":
-        # Korthikanti's 5as^2b: softmax output, dropout mask and dropout output per score
-        scores = UNFUSED_SCORE_BYTES_STORED * mb * m.heads / tp * (ctx.job.seq_len / cp) ** 2
-    return (
-        per_token * tokens * ACT_BYTES + scores,
-        (o + lse) * tokens * ACT_BYTES + scores,
-        full_input * tokens * ACT_BYTES,
-    )
+
+    # ZeRO-3: gathered 16-bit weights and their 16-bit gradients before the reduce-scatter;
+    # ZeRO-2: the unsharded 16-bit gradients of the layers whose reduce-scatter is in flight
+    if z >= 3:
+        transient = ZERO3_GATHERED_LAYERS * layer_p * 2 * ACT_BYTES
+    elif z == 2:
+        transient = ZERO3_GATHERED_LAYERS * layer_p * ACT_BYTES
+    else:
+        transient = 0.0
+    a = split(p, n)
+    b = split(p_exp, n_exp)
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], transient)
 
 
-def in_flight(lay: Layout, microbatches: int) -> float:
-    """Microbatches whose activations the first stage holds at its peak."""
+@lru_cache(maxsize=4096)
+def stage_layers(layers: int, pp: int) -> tuple[int, ...]:
+    """Transformer layers on each pipeline rank. When pp does not divide them, the stages with
+    one layer fewer go to the ends first (rank 0, rank pp-1, rank 1, ...): Llama 3 §3.3.2 and
+    Megatron-Core decoder_first/last_pipeline_num_layers lighten the embedding and loss stages.
+    """
+    if pp == 1:
+        return (layers,)
+    base, extra = divmod(layers, pp)
+    counts = [base + 1] * pp
+    order: list[int] = []
+    lo, hi = 0, pp - 1
+    while lo <= hi:
+        order.append(lo)
+        if hi != lo:
+            order.append(hi)
+        lo, hi = lo + 1, hi - 1
+    for rank in order[: pp - extra]:
+        counts[rank] = base
+    return tuple(counts)
+
+
+@lru_cache(maxsize=4096)
+def _candidate_ranks(layers: int, pp: int) -> tuple[int, ...]:
+    """The ranks that can hold the peak: the first and the last (embedding, head, logits) and,
+    among the middle ranks, the lowest of each layer count (in-flight activations only fall
+    with the rank, and a middle rank's state depends only on its layer count)."""
+    counts = stage_layers(layers, pp)
+    out = {0, pp - 1}
+    for n in set(counts[1:-1]):
+        out.add(next(r for r in range(1, pp - 1) if counts[r] == n))
+    return tuple(sorted(out))
+
+
+def in_flight_layers(lay: Layout, rank: int, layers_r: int, microbatches: int) -> float:
+    """Layer-microbatches of activations pipeline rank `rank` holds at its peak (1F1B:
+    min(pp - rank, m) microbatches; interleaved: Megatron-Core's warm-up count + 1 chunks of
+    layers_r / v layers, at most every chunk of every microbatch)."""
     if lay.pp == 1:
-        return 1.0
+        return float(layers_r)
     if lay.vpp == 1:
-        return float(min(lay.pp, microbatches))
-    return lay.pp * (1.0 + (lay.pp - 1) / (lay.pp * lay.vpp))
+        return float(min(lay.pp - rank, microbatches) * layers_r)
+    chunks = min(2 * (lay.pp - rank - 1) + (lay.vpp - 1) * lay.pp + 1, microbatches * lay.vpp)
+    return chunks * layers_r / lay.vpp
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,53 +260,63 @@ class MemoryBreakdown:
         }
 
 
-def activation_bytes(
-    ctx: ModelContext, lay: Layout, microbatches: int
-) -> tuple[float, float, float]:
-    """(activations on the first stage, on the last stage, the logits buffer), bytes."""
-    key = (lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel)
-    cache = ctx.cache("act")
+def _rank_state(
+    ctx: ModelContext, lay: Layout, layers_r: int, first: bool, last: bool
+) -> tuple[float, float, float, float, float]:
+    key = (lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.zero, lay.hsdp, layers_r, first, last)
+    cache = ctx.cache("rank_state")
     hit = cache.get(key)
-    if hit is None:
-        hit = cache[key] = layer_activation_bytes(
-            ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel
-        )
-    full, selective_saves, layer_input = cast("tuple[float, float, float]", hit)
-    if lay.recompute == "full":
-        kept, working = layer_input, full
-    elif lay.recompute == "selective":
-        kept, working = full - selective_saves, 0.0
-    else:
-        kept, working = full, 0.0
-    layers_first = -(-ctx.layers // lay.pp)
-    layers_last = ctx.layers // lay.pp if lay.pp > 1 else ctx.layers
-    first = layers_first * in_flight(lay, microbatches) * kept + working
-    last = layers_last * kept + working  # the last stage runs each microbatch's backward at once
-    tokens = lay.microbatch * ctx.job.seq_len / lay.cp
-    logits = tokens * ctx.model.vocab / lay.tp * LOGITS_BYTES_PER_ELEMENT
-    return first, last, logits
+    if hit is not None:
+        return hit  # type: ignore[return-value]
+    m, c = ctx.model, ctx.counts
+    frac_moe = ctx.n_moe / m.layers
+    per_layer = (1 - frac_moe) * ctx.dense_layer_params + frac_moe * ctx.moe_shared_params
+    p = layers_r * per_layer
+    if first:
+        p += c.embedding
+    if last:
+        p += c.lm_head if c.lm_head else (c.output_projection if lay.pp > 1 else 0)
+    p_exp = layers_r * frac_moe * ctx.moe_expert_params / lay.ep / lay.tp
+    p /= lay.tp
+    n = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp)
+    n_exp = max(min(n, lay.dp * lay.cp // lay.ep), 1)
+    layer_p = (per_layer + frac_moe * ctx.moe_expert_params / lay.ep) / lay.tp
+    res = _state(ctx.recipe, lay.zero, p, p_exp, n, n_exp, layer_p)
+    cache[key] = res
+    return res
 
 
 def memory_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> MemoryBreakdown:
-    """Peak memory per GPU with its parts, on the stage that needs the most."""
-    st = state_bytes(ctx, lay)
-    first_acts, last_acts, logits = activation_bytes(ctx, lay, microbatches)
+    """Peak memory per GPU with its parts, on the pipeline rank that needs the most."""
+    kept, working = layer_acts(ctx, lay)
+    logits = logits_bytes(ctx, lay)
     cap, frag, fixed = ctx.capacity_bytes, ALLOCATOR_FRAGMENTATION, FRAMEWORK_FIXED_BYTES
+    if ctx.hw.id.startswith("tpu"):
+        # XLA on TPU assigns buffers statically at compile time: no CUDA context, NCCL
+        # buffers or caching allocator (JAX's bytes_limit is the HBM XLA may plan into)
+        frag, fixed = 0.0, 0.0
     if lay.pp == 1:
-        w, g, ms, o, z3 = st.first
+        w, g, ms, o, z3 = _rank_state(ctx, lay, ctx.layers, True, True)
+        acts = ctx.layers * kept + working
         return MemoryBreakdown(
-            "only", w, g, ms, o, z3, first_acts, logits, frag * (first_acts + logits), fixed, cap
+            "only", w, g, ms, o, z3, acts, logits, frag * (acts + logits), fixed, cap
         )
-    first_total = st.total("first") + first_acts * (1 + frag)
-    last_total = st.total("last") + (last_acts + logits) * (1 + frag)
-    if first_total >= last_total:
-        w, g, ms, o, z3 = st.first
-        return MemoryBreakdown(
-            "first", w, g, ms, o, z3, first_acts, 0.0, frag * first_acts, fixed, cap
-        )
-    w, g, ms, o, z3 = st.last
+    layers = stage_layers(ctx.layers, lay.pp)
+    best_total, best_rank, best_acts = -1.0, 0, 0.0
+    for rank in _candidate_ranks(ctx.layers, lay.pp):
+        layers_r = layers[rank]
+        last = rank == lay.pp - 1
+        acts = in_flight_layers(lay, rank, layers_r, microbatches) * kept + working
+        lg = logits if last else 0.0
+        total = sum(_rank_state(ctx, lay, layers_r, rank == 0, last)) + (acts + lg) * (1 + frag)
+        if total > best_total:
+            best_total, best_rank, best_acts = total, rank, acts
+    first, last = best_rank == 0, best_rank == lay.pp - 1
+    w, g, ms, o, z3 = _rank_state(ctx, lay, layers[best_rank], first, last)
+    lg = logits if last else 0.0
+    stage = "first" if first else "last" if last else f"rank {best_rank}"
     return MemoryBreakdown(
-        "last", w, g, ms, o, z3, last_acts, logits, frag * (last_acts + logits), fixed, cap
+        stage, w, g, ms, o, z3, best_acts, lg, frag * (best_acts + lg), fixed, cap
     )
 
 

@@ -8,9 +8,11 @@ from typing import Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware, Origin
+from flopwise.plan.assumptions import gpus_per_node_fallback, hardware_fallbacks
 from flopwise.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from flopwise.workload.spec import ModelSpec
 
+from .constants import has_calibrated_compute_fraction
 from .context import ModelContext
 from .frameworks import constrain
 from .interval import StepInterval, step_interval
@@ -139,7 +141,7 @@ class TrainPlan:
             "accelerator": self.hardware.id,
             "system": self.hardware.system_id,
             "measured": _by_origin(self.hardware, "measured"),
-            "assumed": _by_origin(self.hardware, "assumed"),
+            "assumed": {**_by_origin(self.hardware, "assumed"), **c.get("assumed", {})},
             "gpus_per_node": c["gpus_per_node"],
             "dtype": job.dtype,
             "recipe": job.recipe_name,
@@ -161,6 +163,8 @@ class TrainPlan:
             "fits": self.fits,
             "memory_per_gpu_gib": best.memory.total / GIB,
             "device_memory_gib": c["device_memory_gib"],
+            "memory_margin_gib": self._margin_gib(),
+            "memory_headroom_gib": c.get("memory_headroom_gib"),
             "memory_breakdown": mem,
             "step_time_s": self.step_time_s,
             "breakdown": best.step.to_dict(),
@@ -180,6 +184,11 @@ class TrainPlan:
             "objective": job.objective,
             "search": self._search_dict(),
         }
+
+    def _margin_gib(self) -> float | None:
+        """Device memory left free by the plan's peak (negative: short by that much)."""
+        cap = self.ctx_summary["device_memory_gib"]
+        return None if cap is None else float(cap) - self.best.memory.total / GIB
 
     def _shard_gpus(self, lay: Layout) -> int:
         """GPUs the training state is sharded over (1 without ZeRO)."""
@@ -210,12 +219,17 @@ def assume_inter_node_bw(hw: Hardware, gbps: float) -> Hardware:
     an assumption: for accelerators the catalog has no node type for, or to override one."""
     if not gbps > 0:
         raise FlopwiseError(f"--inter-node-gbps must be positive, got {gbps}")
-    origins = dict(hw.origins)
+    origins = {k: v for k, v in hw.origins.items() if not k.startswith("busbw_gbps:inter:")}
     origins["inter_bw_per_gpu_gbps"] = Origin(
         "assumed", f"--inter-node-gbps {gbps:g} (per-GPU scale-out GB/s given by the user)"
     )
+    by_op = {k: v for k, v in hw.busbw_by_op.items() if not k.startswith("inter:")}
     return replace(
-        hw, inter_bw_per_gpu_gbps=gbps, inter_busbw_gbps=None, origins=MappingProxyType(origins)
+        hw,
+        inter_bw_per_gpu_gbps=gbps,
+        inter_busbw_gbps=None,
+        busbw_by_op=MappingProxyType(by_op),
+        origins=MappingProxyType(origins),
     )
 
 
@@ -225,13 +239,7 @@ def _by_origin(hw: Hardware, kind: str) -> dict[str, Any]:
     for name, origin in hw.origins.items():
         if origin.kind != kind:
             continue
-        if name.startswith("matmul_tflops:"):
-            value = hw.matmul_tflops.get(name.split(":", 1)[1])
-        elif name.startswith("peak_tflops:"):
-            value = hw.peak_tflops.get(name.split(":", 1)[1])
-        else:
-            value = getattr(hw, name, None)
-        out[name] = {"value": value, "source": origin.detail}
+        out[name] = {"value": hw.value_of(name), "source": origin.detail}
     return out
 
 
@@ -243,8 +251,28 @@ def _cand_dict(c: Candidate) -> dict[str, Any]:
     }
 
 
+def _assumed(ctx: ModelContext) -> dict[str, Any]:
+    """The fallbacks this plan rests on (plan/assumptions.py), by name."""
+    dtype = (
+        "bf16" if ctx.job.dtype == "fp16" and "fp16" not in ctx.hw.peak_tflops else ctx.job.dtype
+    )
+    out = hardware_fallbacks(ctx.hw, dtype)
+    out.update(gpus_per_node_fallback(ctx.hw, ctx.gpus_per_node, ctx.job.gpus_per_node is not None))
+    if ctx.job.sustained_compute_fraction is None and not has_calibrated_compute_fraction(
+        ctx.hw.id
+    ):
+        out["sustained_compute_fraction"] = {
+            "value": ctx.compute_fraction,
+            "source": f"no validated training runs on {ctx.hw.id}'s die: the fraction fitted "
+            "over all published runs (plan/train/constants.py "
+            "SUSTAINED_COMPUTE_FRACTION_DEFAULT)",
+        }
+    return out
+
+
 def _summary(ctx: ModelContext) -> dict[str, Any]:
     return {
+        "assumed": _assumed(ctx),
         "params": ctx.counts.total,
         "active_params": ctx.counts.active,
         "model_flops_per_token": ctx.model_flops_per_token,
@@ -287,8 +315,11 @@ def plan_training(
         lay = _fixed_layout(cons)
         if (p := layout_problem(model, job, lay)) is not None:
             raise FlopwiseError(p)
-    outcome = search(ctx, cons)
+    # headroom is the search's policy for layouts nobody ran; a layout the user fixed
+    # completely (a published one, one they run today) is judged against device capacity
+    outcome = search(ctx, cons, headroom=not all_fixed)
     summary = _summary(ctx)
+    summary["memory_headroom_gib"] = 0.0 if all_fixed else ctx.headroom_bytes / GIB
     if outcome.top:
         return TrainPlan(
             model,
@@ -302,7 +333,9 @@ def plan_training(
         )
     if outcome.leanest is None:
         raise FlopwiseError(_no_layout_reason(model, job, cons))
-    why, what = _explain_no_fit(model, hardware, job, cons, outcome)
+    why, what = _explain_no_fit(
+        model, hardware, job, cons, outcome, float(summary["memory_headroom_gib"])
+    )
     return TrainPlan(
         model,
         hardware,
@@ -375,12 +408,14 @@ def _explain_no_fit(
     job: TrainJob,
     cons: LayoutConstraints,
     outcome: SearchOutcome,
+    headroom: float = 0.0,
 ) -> tuple[str, list[str]]:
     lean = outcome.leanest
     assert lean is not None
     cap = (hw.memory_bytes or 0) / GIB
+    room = f" with {headroom:.1f} GiB headroom (--memory-headroom)" if headroom else ""
     why = (
-        f"no layout fits in {cap:.1f} GiB per GPU; the leanest needs "
+        f"no layout fits in {cap:.1f} GiB per GPU{room}; the leanest needs "
         f"{lean.memory.total / GIB:.1f} GiB (training state "
         f"{(lean.memory.weights + lean.memory.grads + lean.memory.master + lean.memory.optimizer) / GIB:.1f} GiB)"
     )

@@ -14,6 +14,12 @@ from flopwise.errors import FlopwiseError
 from flopwise.workload.memory_bytes import TRAINING_RECIPES, TrainingRecipe
 
 _MCORE = "Megatron-Core DistributedDataParallelConfig.grad_reduce_in_fp32=False (default)"
+_NEMO_DIST_ADAM = (
+    "NeMo 1.x optim distributed_fused_adam (NeMo-Framework-Launcher 24.07 training configs): "
+    "megatron_base_model.setup_optimization sets store_param_remainders=True for an fp32 "
+    "optimizer over bf16 weights (the master copy is the bf16 weight plus a 16-bit remainder), "
+    "grad_sync_dtype bf16 as the launcher's H100 fp8 scripts set"
+)
 
 EXTRA_RECIPES = MappingProxyType(
     {
@@ -60,6 +66,24 @@ EXTRA_RECIPES = MappingProxyType(
                 8,
                 _MCORE + "; Transformer Engine fp8 weight copy",
                 "bf16 weights + fp8 copy, bf16 grads, fp32 master and Adam (17 B)",
+            ),
+            TrainingRecipe(
+                "nemo-bf16",
+                2,
+                2,
+                2,
+                8,
+                _NEMO_DIST_ADAM,
+                "bf16 weights and grads, 16-bit master remainders, fp32 Adam (14 B)",
+            ),
+            TrainingRecipe(
+                "nemo-fp8",
+                3,
+                2,
+                2,
+                8,
+                _NEMO_DIST_ADAM + "; Transformer Engine fp8 weight copy",
+                "as nemo-bf16 plus the fp8 weight copy (15 B)",
             ),
         )
     }

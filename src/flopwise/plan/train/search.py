@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from .constants import FRAMEWORK_FIXED_BYTES
 from .context import ModelContext
 from .layout import (
-    RECOMPUTE_MODES,
+    SEARCHED_RECOMPUTE_MODES,
     Layout,
     LayoutConstraints,
     divisors,
@@ -57,24 +57,32 @@ def search(
     cons: LayoutConstraints,
     top_k: int = 6,
     stop_at_first: bool = False,
+    headroom: bool = True,
 ) -> SearchOutcome:
-    """Evaluate every layout the constraints allow; keep the top_k fastest that fit."""
+    """Evaluate every layout the constraints allow; keep the top_k fastest that fit.
+
+    A layout fits when its peak leaves the job's memory headroom free (ctx.headroom_bytes);
+    with ``headroom=False`` (a layout the user fixed completely) the limit is the capacity."""
     t0 = time.perf_counter()
     job, model = ctx.job, ctx.model
     out = SearchOutcome()
     heap: list[tuple[float, int, Candidate]] = []
     serial = 0
     cap = ctx.capacity_bytes
+    if cap is not None and headroom:
+        cap = max(cap - ctx.headroom_bytes, 0.0)
     domain = ctx.domain if cons.tp is None else max(ctx.domain, cons.tp)
-    rcs = [cons.recompute] if cons.recompute else list(RECOMPUTE_MODES)
+    rcs = [cons.recompute] if cons.recompute else list(SEARCHED_RECOMPUTE_MODES)
     leanest_bytes = float("inf")
     lean_floor: tuple[float, Layout | None, int, int, bool] = (float("inf"), None, 1, 1, False)
     for tp, cp, pp, dp, ep in enumerate_layouts(model, job, cons, domain):
         per_replica = job.global_batch_seqs // dp
         mbs = [cons.microbatch] if cons.microbatch else divisors(per_replica)
         mbs = [b for b in mbs if per_replica % b == 0]
+        # ZeRO-2/3 with a pipeline is what FSDP2 + PP runs (torchtitan, Llama 3 §3.3.2): valid
+        # when asked for; the search itself keeps Megatron's ZeRO-0/1 for pipelines, whose
+        # per-microbatch reduce-scatters are rarely faster
         zeros = [cons.zero] if cons.zero is not None else ([0, 1] if pp > 1 else [0, 1, 2, 3])
-        zeros = [z for z in zeros if pp == 1 or z <= 1]
         if cons.zero is None:
             zeros = [z for z in zeros if z in job.profile.zero_stages]
         if cons.hsdp:

@@ -288,6 +288,10 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
         rc_layer = lc.compute_fwd + lc.tp_fwd + lc.ep_fwd + lc.cp_fwd
     elif lay.recompute == "selective":
         rc_layer = lc.attn_fwd
+    elif lay.recompute == "op":
+        # the re-run matmuls' share of the layer's forward GEMM time (workload/flops.py)
+        share = ctx.recompute_flops_per_token["op"] / (2.0 * max(ctx.counts.layer_matmul_active, 1))
+        rc_layer = (lc.compute_fwd - lc.attn_fwd) * share
     else:
         rc_layer = 0.0
     # the slowest stage sets the pace: the first (most layers) or the last (layers + logits)

@@ -1,0 +1,56 @@
+"""Fallbacks a plan rests on, named so the plan can show them (its ``assumed`` block).
+
+Every value here is used because nothing better is known: no measurement, no validated run, no
+node type given. Each entry is ``{"value": ..., "source": ...}`` like the hardware origins.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flopwise.hardware import Hardware
+from flopwise.plan.efficiency import GEMM_FRACTION_WITHOUT_MAMF, MEMORY_BW_FRACTION
+
+
+def _entry(value: Any, source: str) -> dict[str, Any]:
+    return {"value": value, "source": source}
+
+
+def hardware_fallbacks(hw: Hardware, dtype: str) -> dict[str, dict[str, Any]]:
+    """The GEMM ceiling and HBM bandwidth when assumed from peaks, and the node type when it
+    was picked for the user."""
+    out: dict[str, dict[str, Any]] = {}
+    mamf = hw.matmul_tflops.get(dtype)
+    if mamf is None and dtype == "fp16":
+        mamf = hw.matmul_tflops.get("bf16")
+    if mamf is None and dtype in hw.peak_tflops:
+        out[f"matmul_tflops:{dtype}"] = _entry(
+            hw.peak(dtype) * GEMM_FRACTION_WITHOUT_MAMF,
+            f"no MAMF measured or published for {hw.id} {dtype}: peak x "
+            f"{GEMM_FRACTION_WITHOUT_MAMF} (plan/efficiency.py GEMM_FRACTION_WITHOUT_MAMF); "
+            "measure it with flopwise bench matmul",
+        )
+    if not hw.achievable_bw_gbps and hw.memory_bw_gbps:
+        out["achievable_bw_gbps"] = _entry(
+            hw.memory_bw_gbps * MEMORY_BW_FRACTION,
+            f"HBM bandwidth not measured: peak x {MEMORY_BW_FRACTION} (plan/efficiency.py "
+            "MEMORY_BW_FRACTION, STREAM triad on A100/H100); measure it with flopwise bench "
+            "memory",
+        )
+    origin = hw.origins.get("system_id")
+    if origin is not None and origin.kind == "assumed":
+        out["system_id"] = _entry(hw.system_id, origin.detail)
+    return out
+
+
+def gpus_per_node_fallback(hw: Hardware, gpus_per_node: int, given: bool) -> dict[str, Any]:
+    """GPUs per node when neither the job nor a node type says: the scale-up domain."""
+    if given or hw.system_id is not None:
+        return {}
+    return {
+        "gpus_per_node": _entry(
+            gpus_per_node,
+            f"no node type for {hw.id}: one node = its scale-up domain; pass --system or "
+            "--gpus-per-node",
+        )
+    }

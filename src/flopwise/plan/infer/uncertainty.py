@@ -1,0 +1,93 @@
+"""80% prediction intervals of an inference plan: which regime it falls in, and its factors.
+
+The regime is (accelerator validated by published serving rows or not) x (engine named or
+``generic``) x (dense or MoE); the factors come from ``catalog/data/intervals_inference.json``
+(out-of-sample residuals, see ``flopwise.validate.intervals_fit``). TTFT and output tokens/s have
+their own residuals; TPOT takes the inverse of the tokens/s interval (at a fixed running batch,
+time per token is batch / tokens per second). A regime without enough residuals of its own
+borrows the dense one of the same accelerator/engine class and says so in ``source``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from flopwise.plan.intervals import Interval, interval_for, load_interval_file
+
+KIND = "inference"
+
+
+def regime_name(validated: bool, engine_known: bool, moe: bool) -> str:
+    return "/".join(
+        (
+            "validated-accelerator" if validated else "unvalidated-accelerator",
+            "named-engine" if engine_known else "generic-engine",
+            "moe" if moe else "dense",
+        )
+    )
+
+
+def is_validated(accelerator_id: str) -> bool:
+    """Whether published serving rows of this accelerator were scored (intervals file)."""
+    return accelerator_id in load_interval_file(KIND).get("validated_accelerators", ())
+
+
+def _lookup(validated: bool, engine_known: bool, moe: bool, metric: str) -> Interval | None:
+    found = interval_for(KIND, regime_name(validated, engine_known, moe), metric)
+    if found is not None or not moe:
+        return found
+    dense = interval_for(KIND, regime_name(validated, engine_known, False), metric)
+    if dense is None:
+        return None
+    return replace(
+        dense,
+        regime=regime_name(validated, engine_known, True),
+        source=f"no MoE residuals for this metric; dense regime's used ({dense.source})",
+    )
+
+
+def plan_intervals(accelerator_id: str, engine_name: str, moe: bool) -> dict[str, Interval]:
+    """Intervals by metric (ttft_ms, tpot_ms, output_tokens_per_s); empty without data."""
+    validated = is_validated(accelerator_id)
+    known = engine_name != "generic"
+    scored = load_interval_file(KIND).get("scored_engines", ())
+    out: dict[str, Interval] = {}
+    tok = _lookup(validated, known, moe, "output_tokens_per_s")
+    if tok is not None:
+        out["output_tokens_per_s"] = tok
+        inv = tok.inverse()
+        out["tpot_ms"] = replace(inv, source=f"inverse of the tokens/s interval ({tok.source})")
+    ttft = _lookup(validated, known, moe, "ttft_ms")
+    if ttft is not None:
+        out["ttft_ms"] = ttft
+    if known and scored and engine_name not in scored:
+        note = f"no scored rows of {engine_name}: residuals of {', '.join(scored)} rows; "
+        out = {m: replace(iv, source=note + iv.source) for m, iv in out.items()}
+    return out
+
+
+def interval_fields(
+    intervals: Mapping[str, Interval], values: Mapping[str, float]
+) -> dict[str, Any]:
+    """``<metric>_interval: [lo, hi]`` (None without residuals) per value, and the details."""
+    out: dict[str, Any] = {
+        f"{metric}_interval": (
+            list(intervals[metric].around(value)) if metric in intervals else None
+        )
+        for metric, value in values.items()
+    }
+    out["intervals"] = {m: iv.to_dict() for m, iv in intervals.items()}
+    return out
+
+
+def validation_assumptions(accelerator_id: str) -> tuple[str, ...]:
+    """The assumptions line of a plan on an accelerator no published serving row validates."""
+    if is_validated(accelerator_id):
+        return ()
+    return (
+        f"assumed: no published serving runs validate {accelerator_id}; its rates come from "
+        "the spec sheet and MAMF (or peak x the default fraction), and its intervals from "
+        "residuals of accelerators scored as if unseen",
+    )

@@ -1,0 +1,240 @@
+"""Each published serving row posed as the ``flopwise plan infer`` command a user would type.
+
+Reads ``published/inference_runs.csv`` (conventions in published/NOTES.md) and returns, per row,
+either a ``PosedRow`` (model and accelerator catalog ids, the serving job, the command that
+reproduces it, and the published metrics) or the reason it cannot be posed. Nothing here runs
+the planner.
+
+How each source is posed (see NOTES.md "Inference rows"):
+
+- ``trtllm09`` / ``trtllm05`` (gptSessionBenchmark, static batching at the published batch):
+  ``--batch B``. The first-token rows ran batch 1 with output length 1.
+- ``trtllm014`` (perf-overview 0.14.0, ``trtllm-bench throughput``: every request of fixed
+  ISL/OSL queued at once, in-flight batching, output tokens/s under maximum load; the engine
+  picks the running batch): ``--batch max``, flopwise's steady state of continuous batching at
+  the largest concurrency that fits (and that the engine profile allows).
+- ``sglang030`` (ShareGPT, request rates) and ``lambda_vllm054`` (lengths not stated): skipped.
+
+FP8 rows are fp8 weights, activations and KV cache (TensorRT-LLM perf docs: "If you specify FP8
+quantization, the KV cache will automatically be set to FP8 as well"); FP16 rows fp16 throughout.
+PCIe cards (L40S, A100 PCIe) run TP inside one 8-GPU PCIe server, named with ``--system``.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from types import MappingProxyType
+
+#: Accelerator names used by the published file -> catalog ids.
+ACCELERATORS: Mapping[str, str] = MappingProxyType(
+    {
+        "H100-SXM-80GB": "h100-sxm",
+        "H100-SXM-80GB (HBM3)": "h100-sxm",
+        "H100-80GB": "h100-sxm",
+        "H200-SXM-141GB": "h200-sxm",
+        "H200-SXM-141GB (HBM3e)": "h200-sxm",
+        "A100-SXM-80GB": "a100-sxm-80gb",
+        "A100-SXM4-80GB": "a100-sxm-80gb",
+        "A100-80GB": "a100-sxm-80gb",
+        "A100-PCIe-80GB": "a100-pcie-80gb",
+        "L40S-48GB": "l40s",
+    }
+)
+
+#: Node type named for tensor parallelism on PCIe cards (8-GPU PCIe servers, systems.csv).
+PCIE_SYSTEMS: Mapping[str, str] = MappingProxyType(
+    {"l40s": "pcie-l40s-8x", "a100-pcie-80gb": "pcie-a100-8x"}
+)
+
+#: Model labels (lower case, first match wins) -> catalog ids. NOTES.md: the 0.9.0 doc's
+#: "LLaMA 7B/70B" are Llama-2; Hermes-3-Llama-3.1-405B is a Llama 3.1 405B fine-tune.
+MODELS: tuple[tuple[str, str], ...] = (
+    ("llama-2 7b", "llama-2-7b"),
+    ("llama-2 13b", "llama-2-13b"),
+    ("llama-2 70b", "llama-2-70b"),
+    ("llama 3.1 8b", "llama-3.1-8b"),
+    ("llama 3.1 70b", "llama-3.1-70b"),
+    ("llama 3.1 405b", "llama-3.1-405b"),
+    ("llama-3.1-8b", "llama-3.1-8b"),
+    ("llama-3.1-70b", "llama-3.1-70b"),
+    ("llama-3.1-405b", "llama-3.1-405b"),
+    ("mixtral 8x7b", "mixtral-8x7b"),
+    ("mixtral 8x22b", "mixtral-8x22b"),
+    ("gpt-j 6b", "gpt-j-6b"),
+    ("mistral 7b", "mistral-7b"),
+    ("falcon 180b", "falcon-180b"),
+)
+
+#: Source families: id prefix -> family name (cross-validation leaves one family out).
+FAMILIES: tuple[tuple[str, str], ...] = (
+    ("trtllm014_", "trtllm014"),
+    ("trtllm09_", "trtllm09"),
+    ("trtllm05_", "trtllm05"),
+    ("sglang030_", "sglang030"),
+    ("lambda_vllm054_", "lambda_vllm054"),
+)
+
+METRIC_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("output_tokens_per_s", "measured_output_tokens_per_s"),
+    ("ttft_ms", "measured_ttft_ms"),
+    ("tpot_ms", "measured_tpot_ms"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PosedRow:
+    """One published row as a job flopwise can plan, with the metrics it publishes."""
+
+    id: str
+    family: str
+    model: str  # catalog id
+    accelerator: str  # catalog id
+    system: str | None
+    input_len: int
+    output_len: int
+    batch: int | None  # None: --batch max
+    tp: int
+    gpus: int
+    weight_dtype: str
+    kv_dtype: str
+    engine: str
+    measured: Mapping[str, float] = field(default_factory=dict)
+    note: str = ""
+
+    @property
+    def is_moe(self) -> bool:
+        return self.model.startswith("mixtral")
+
+    @property
+    def command(self) -> str:
+        """The exact ``flopwise plan infer`` command that reproduces this row's prediction."""
+        parts = ["flopwise", "plan", "infer", self.model, "--accelerator", self.accelerator]
+        if self.system:
+            parts += ["--system", self.system]
+        parts += ["--tp", str(self.tp), "--gpus", str(self.gpus)]
+        parts += ["--batch", "max" if self.batch is None else str(self.batch)]
+        parts += ["--input-len", str(self.input_len), "--output-len", str(self.output_len)]
+        parts += ["--weight-dtype", self.weight_dtype, "--kv-dtype", self.kv_dtype]
+        parts += ["--engine", self.engine]
+        return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Unposed:
+    id: str
+    family: str
+    reason: str
+
+
+def load_rows() -> list[dict[str, str]]:
+    data = resources.files("flopwise.catalog").joinpath("data/published/inference_runs.csv")
+    with data.open(encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def family_of(row_id: str) -> str:
+    for prefix, name in FAMILIES:
+        if row_id.startswith(prefix):
+            return name
+    return row_id.split("_", 1)[0]
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(float(text)) if text.strip() else None
+    except ValueError:
+        return None
+
+
+def _precision(label: str) -> tuple[str, str, str] | None:
+    text = label.strip().lower()
+    if text.startswith("fp8 (weights+kv)"):
+        return "fp8", "fp8", ""
+    if text == "fp8":
+        return (
+            "fp8",
+            "fp8",
+            "'FP8' read as fp8 weights, activations and KV cache, as in the TensorRT-LLM "
+            "performance docs of the same period",
+        )
+    if text.startswith("fp16"):
+        return "fp16", "fp16", ""
+    if text.startswith("bf16"):
+        return "bf16", "bf16", ""
+    return None
+
+
+def _engine(label: str) -> str | None:
+    text = label.lower()
+    for key, name in (("tensorrt-llm", "tensorrt-llm"), ("sglang", "sglang"), ("vllm", "vllm")):
+        if key in text:
+            return name
+    return None
+
+
+def _model(label: str) -> str | None:
+    text = label.lower()
+    return next((model_id for key, model_id in MODELS if key in text), None)
+
+
+def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
+    """The row as a ``plan infer`` job, or why it cannot be posed as one."""
+    rid, fam = r["id"], family_of(r["id"])
+    isl, osl, batch = _int(r["input_len"]), _int(r["output_len"]), _int(r["batch_size"])
+    if isl is None or osl is None:
+        reason = (
+            "ShareGPT prompts: input/output lengths vary per request and requests arrive at a "
+            "rate, so there is no fixed job to pose"
+            if fam == "sglang030"
+            else "input/output lengths are not published"
+        )
+        return Unposed(rid, fam, reason)
+    continuous = "in-flight batching" in r["engine"].lower()
+    if batch is None and not continuous:
+        return Unposed(rid, fam, "batch size is not published and the run is not max-load")
+    prec, engine, model = _precision(r["dtype"]), _engine(r["engine"]), _model(r["model"])
+    acc = ACCELERATORS.get(r["accelerator"])
+    missing = [
+        what
+        for what, value in (
+            (f"dtype {r['dtype']!r}", prec),
+            (f"engine {r['engine']!r}", engine),
+            (f"model {r['model']!r}", model),
+            (f"accelerator {r['accelerator']!r}", acc),
+        )
+        if value is None
+    ]
+    if missing or prec is None or engine is None or model is None or acc is None:
+        return Unposed(rid, fam, "not in the catalog: " + ", ".join(missing))
+    tp = _int(r["tp"]) or 1
+    gpus = _int(r["num_gpus"]) or tp
+    measured = {metric: float(r[col]) for metric, col in METRIC_COLUMNS if r.get(col, "").strip()}
+    return PosedRow(
+        id=rid,
+        family=fam,
+        model=model,
+        accelerator=acc,
+        system=PCIE_SYSTEMS.get(acc) if tp > 1 else None,
+        input_len=isl,
+        output_len=osl,
+        batch=None if continuous else batch,
+        tp=tp,
+        gpus=gpus,
+        weight_dtype=prec[0],
+        kv_dtype=prec[1],
+        engine=engine,
+        measured=MappingProxyType(measured),
+        note=prec[2],
+    )
+
+
+def posed_rows() -> tuple[list[PosedRow], list[Unposed]]:
+    posed: list[PosedRow] = []
+    unposed: list[Unposed] = []
+    for r in load_rows():
+        out = pose(r)
+        (posed if isinstance(out, PosedRow) else unposed).append(out)  # type: ignore[arg-type]
+    return posed, unposed

@@ -1,0 +1,118 @@
+"""Residual quantiles for inference prediction intervals, from the cross-validated predictions.
+
+Four sets of out-of-sample residuals (ratio measured / predicted), each split dense/MoE and by
+metric (output tokens/s, TTFT):
+
+- validated accelerator, engine named: leave one source family out (the validate headline);
+- accelerator without validated rows, engine named: leave one *accelerator* out, so each row is
+  predicted as if its accelerator had never been validated (fitted constant refitted without it);
+- the same two with every row planned as ``--engine generic`` (the user did not name one).
+
+``interval_doc()`` is what ``scripts/fit_intervals.py`` writes to
+``catalog/data/intervals_inference.json``; ``coverage_pct`` scores the intervals honestly: each
+family's rows against quantiles taken from the other families' residuals only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from flopwise.plan.infer.uncertainty import regime_name
+from flopwise.validate.scoring import quantile
+
+if TYPE_CHECKING:
+    from flopwise.validate.inference import ScoredRow, Target
+
+COVERAGE = 0.8
+LO_Q, HI_Q = (1.0 - COVERAGE) / 2.0, 1.0 - (1.0 - COVERAGE) / 2.0
+#: Fewest residuals a regime needs for its own quantiles (fewer: the regime is left out and
+#: the planner falls back, saying so).
+MIN_RESIDUALS = 8
+#: Metrics with their own published residuals; TPOT uses the inverse of tokens/s.
+INTERVAL_METRICS = ("output_tokens_per_s", "ttft_ms")
+
+
+def _cells(
+    targets: Sequence[Target], predicted: Sequence[float], validated: bool, engine_known: bool
+) -> dict[str, dict[str, list[float]]]:
+    cells: dict[str, dict[str, list[float]]] = {}
+    for t, p in zip(targets, predicted, strict=True):
+        if t.metric not in INTERVAL_METRICS:
+            continue
+        name = regime_name(validated, engine_known, t.row.is_moe)
+        cells.setdefault(name, {}).setdefault(t.metric, []).append(t.measured / p)
+    return cells
+
+
+def _quantiles(ratios: Sequence[float], source: str) -> dict[str, Any]:
+    return {
+        "lo": quantile(ratios, LO_Q),
+        "hi": quantile(ratios, HI_Q),
+        "n": len(ratios),
+        "source": source,
+    }
+
+
+def interval_doc() -> dict[str, Any]:
+    """The content of intervals_inference.json, recomputed from the published rows."""
+    from flopwise.plan.infer.constants import FP8_GEMM_FRACTION
+    from flopwise.validate.inference import build_table, score
+    from flopwise.validate.inference_rows import posed_rows
+
+    posed, _ = posed_rows()
+    table, targets, _ = build_table(posed, engines=("known", "generic"))
+    regimes: dict[str, dict[str, Any]] = {}
+    for mode in ("known", "generic"):
+        planned = table.get((mode, FP8_GEMM_FRACTION), {})
+        mode_targets = [t for t in targets if t.key in planned]
+        for validated, grouping in ((True, "family"), (False, "accelerator")):
+
+            def group(t: Target, by: str = grouping) -> str:
+                return t.row.family if by == "family" else t.row.accelerator
+
+            _, oos, _ = score(table, mode_targets, mode, group)
+            how = f"leave-one-{grouping}-out residuals of published rows planned with " + (
+                "the row's engine" if mode == "known" else "--engine generic"
+            )
+            for name, metrics in _cells(mode_targets, oos, validated, mode == "known").items():
+                for metric, ratios in metrics.items():
+                    if len(ratios) >= MIN_RESIDUALS:
+                        regimes.setdefault(name, {})[metric] = _quantiles(ratios, how)
+    return {
+        "coverage": COVERAGE,
+        "generated_by": "scripts/fit_intervals.py (flopwise.validate.intervals_fit.interval_doc)",
+        "method": "lo/hi = 10th/90th percentile of measured/predicted over out-of-sample rows",
+        "validated_accelerators": sorted({t.row.accelerator for t in targets}),
+        "scored_engines": sorted({t.row.engine for t in targets}),
+        "regimes": regimes,
+    }
+
+
+def coverage_pct(rows: Sequence[ScoredRow]) -> float | None:
+    """Share of out-of-sample rows whose measured value lies in an interval fitted without their
+    source family (validated accelerator, named engine; dense/MoE pooled when too few)."""
+    hits = total = 0
+    for row in rows:
+        t = row.target
+        if t.metric not in INTERVAL_METRICS:
+            continue
+        others = [
+            s.target.measured / s.predicted_oos
+            for s in rows
+            if s.target.row.family != t.row.family and s.target.metric == t.metric
+        ]
+        same = [
+            s.target.measured / s.predicted_oos
+            for s in rows
+            if s.target.row.family != t.row.family
+            and s.target.metric == t.metric
+            and s.target.row.is_moe == t.row.is_moe
+        ]
+        ratios = same if len(same) >= MIN_RESIDUALS else others
+        if len(ratios) < MIN_RESIDUALS:
+            continue
+        total += 1
+        r = t.measured / row.predicted_oos
+        hits += quantile(ratios, LO_Q) <= r <= quantile(ratios, HI_Q)
+    return None if total == 0 else 100.0 * hits / total

@@ -1,0 +1,53 @@
+"""flopwise.validate.scoring: summaries, groups, leave-one-group-out and quantiles."""
+
+from __future__ import annotations
+
+import pytest
+
+from flopwise.validate.scoring import (
+    by_group,
+    error_pct,
+    leave_one_group_out,
+    quantile,
+    summarize,
+)
+
+
+def test_error_and_summary() -> None:
+    assert error_pct(100.0, 110.0) == pytest.approx(10.0)
+    s = summarize([10.0, -20.0, 4.0])
+    assert s.n == 3
+    assert s.mape_pct == pytest.approx(34.0 / 3)
+    assert s.max_abs_error_pct == pytest.approx(20.0)
+    assert s.bias_pct == pytest.approx(-2.0)
+    assert summarize([]).mape_pct is None
+
+
+def test_by_group_sorted() -> None:
+    items = [("b", 10.0), ("a", -5.0), ("b", -30.0)]
+    groups = by_group(items, lambda x: x[0], lambda x: x[1])
+    assert [g.group for g in groups] == ["a", "b"]
+    assert groups[1].summary.mape_pct == pytest.approx(20.0)
+    assert groups[1].to_dict("family")["family"] == "b"
+
+
+def test_leave_one_group_out_never_sees_the_held_out_rows() -> None:
+    # fit = mean of the training values; a group's rows are predicted from the others only
+    rows = [("a", 1.0), ("a", 3.0), ("b", 10.0), ("c", 20.0)]
+    cv = leave_one_group_out(
+        rows,
+        lambda r: r[0],
+        lambda train: sum(v for _, v in train) / len(train),
+        lambda r, mean: mean,
+    )
+    assert cv.predictions == (15.0, 15.0, pytest.approx(8.0), pytest.approx(14.0 / 3))
+    assert cv.params_by_group["a"] == 15.0
+
+
+def test_quantile_matches_linear_interpolation() -> None:
+    xs = [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert quantile(xs, 0.0) == 1.0 and quantile(xs, 1.0) == 5.0
+    assert quantile(xs, 0.1) == pytest.approx(1.4)
+    assert quantile(xs, 0.9) == pytest.approx(4.6)
+    with pytest.raises(ValueError):
+        quantile([], 0.5)

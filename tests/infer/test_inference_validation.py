@@ -1,0 +1,122 @@
+"""Inference validation: every row posed as a command, scored out of sample, with intervals."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flopwise.plan.infer.constants import FP8_GEMM_FRACTION
+from flopwise.validate.inference import validate_inference
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@cache
+def _doc() -> dict[str, Any]:
+    return validate_inference().to_dict()
+
+
+def test_at_least_400_rows_scored_with_both_predictions() -> None:
+    doc = _doc()
+    assert doc["out_of_sample"]["n"] >= 400
+    assert set(doc["out_of_sample"]) == {"n", "mape_pct", "max_abs_error_pct", "bias_pct"}
+    assert set(doc["in_sample"]) == {"n", "mape_pct", "max_abs_error_pct", "bias_pct"}
+    fams = {g["family"] for g in doc["by_family"]}
+    assert {"trtllm014", "trtllm09", "trtllm05"} <= fams
+    accs = {g["accelerator"] for g in doc["by_accelerator"]}
+    assert {"l40s", "a100-pcie-80gb", "h200-sxm"} <= accs
+    row = doc["rows"][0]
+    for key in ("id", "family", "accelerator", "metric", "measured", "predicted",
+                "predicted_out_of_sample", "error_pct", "error_out_of_sample_pct", "command",
+                "note"):  # fmt: skip
+        assert key in row
+    # a skipped row says why
+    skipped = {s["id"]: s["reason"] for s in doc["skipped"]}
+    assert "ShareGPT" in skipped["sglang030_offline_70b_sglang"]
+    assert "context of 2048" in skipped["trtllm09_h100_gptj6b_bs64_tp1_2048_2048"]
+
+
+def test_out_of_sample_refits_only_what_is_fitted() -> None:
+    from flopwise.validate.inference import FITTED_CONSTANTS
+
+    doc = _doc()
+    fp8 = doc["fitted"]["FP8_GEMM_FRACTION"]
+    assert fp8["shipped"] == FP8_GEMM_FRACTION
+    assert set(fp8["fit_without_family"]) == {g["family"] for g in doc["by_family"]}
+    if not FITTED_CONSTANTS:  # nothing fitted on rows: out of sample is in sample
+        assert not fp8["fitted"]
+        for r in doc["rows"]:
+            assert r["predicted_out_of_sample"] == r["predicted"]
+    else:
+        assert fp8["fit_on_all_rows"] == FP8_GEMM_FRACTION
+
+
+def _sample() -> list[dict[str, Any]]:
+    """Up to four rows per family, one per (accelerator, metric, tp > 1): covers static and
+    `--batch max`, TTFT and throughput, NVLink and PCIe (--system) layouts."""
+    picked: dict[tuple[str, str, str, bool], dict[str, Any]] = {}
+    for r in _doc()["rows"]:
+        key = (r["family"], r["accelerator"], r["metric"], "--tp 1 " not in r["command"])
+        picked.setdefault(key, r)
+    out: list[dict[str, Any]] = []
+    for fam in sorted({k[0] for k in picked}):
+        rows = [r for k, r in picked.items() if k[0] == fam]
+        rows.sort(key=lambda r: ("--system" not in r["command"], r["metric"] != "ttft_ms"))
+        out += rows[:4]
+    if not any(r["model"].startswith("mixtral") for r in out):  # an MoE row too
+        out.append(next(r for r in _doc()["rows"] if r["model"].startswith("mixtral")))
+    return out
+
+
+def test_sample_commands_reproduce_what_validate_scored() -> None:
+    sample = _sample()
+    assert len(sample) >= 8
+    assert any("--system pcie-" in r["command"] for r in sample)
+    assert {r["metric"] for r in sample} >= {"output_tokens_per_s", "ttft_ms"}
+    for r in sample:
+        argv = shlex.split(r["command"])
+        assert argv[:3] == ["flopwise", "plan", "infer"]
+        proc = subprocess.run(
+            [sys.executable, "-m", "flopwise", *argv[1:], "--json"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        plan = json.loads(proc.stdout)
+        assert plan[r["metric"]] == pytest.approx(r["predicted"], rel=1e-9), r["id"]
+
+
+def test_intervals_shipped_match_the_residuals() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "fit_intervals.py"), "--only", "inference",
+         "--check"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_interval_coverage_is_reported_out_of_sample() -> None:
+    cov = _doc()["interval_coverage_pct"]
+    assert cov is not None and 0.0 < cov <= 100.0
+
+
+def test_validate_cli_prints_out_of_sample_and_in_sample() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "flopwise", "validate", "--only", "inference"],
+        capture_output=True, text=True, timeout=300, env={"COLUMNS": "200", **_env()},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "out of sample" in proc.stdout and "in-sample" in proc.stdout
+    assert "trtllm014" in proc.stdout and "l40s" in proc.stdout
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)

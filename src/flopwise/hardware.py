@@ -90,6 +90,8 @@ class Hardware:
         or a field name)."""
         if name.startswith("matmul_tflops:"):
             return self.matmul_tflops.get(name.split(":", 1)[1])
+        if name.startswith("peak_tflops:"):
+            return self.peak_tflops.get(name.split(":", 1)[1])
         if name.startswith("busbw_gbps:"):
             return self.busbw_by_op.get(name.split(":", 1)[1])
         if name.startswith("matmul_shape_tflops:"):
@@ -199,3 +201,31 @@ def hardware_from_catalog(accelerator: str, system: str | None = None) -> Hardwa
         origins=MappingProxyType(origins),
         accelerator=acc,
     )
+
+
+#: The accelerator id that means "this host's CPU", described only by measurements.
+CPU_ID = "cpu"
+
+
+def hardware_for(
+    accelerator: str,
+    system: str | None = None,
+    measured: str | None = None,
+    db: str | None = None,
+) -> Hardware:
+    """The hardware description planners use: catalog values, then measurements if asked
+    (`measured` = a result id or "latest"; the results store is read only then)."""
+    if accelerator.strip().lower() == CPU_ID:
+        if measured is None:
+            raise FlopwiseError(
+                "--accelerator cpu needs --measured latest (run flopwise bench matmul/memory first)"
+            )
+        from flopwise.results.measured import cpu_hardware
+
+        return cpu_hardware(db, measured)
+    hw = hardware_from_catalog(accelerator, system)
+    if measured is None:
+        return hw
+    from flopwise.results.measured import apply_measurements
+
+    return apply_measurements(hw, measured, db)

@@ -107,8 +107,9 @@ def test_cli_offers_table_shows_as_of_and_bad_provider_exits_2(
     monkeypatch.setenv("COLUMNS", "200")
     proc = run_cli("catalog", "offers", "--provider", "aws")
     assert proc.returncode == 0, proc.stderr
-    assert "p5.48xlarge" in proc.stdout and "price as of" in proc.stdout
-    assert "2026-11-22" in proc.stdout
+    assert "p5.48xlarge" in proc.stdout and "published" in proc.stdout
+    assert "date unknown" in proc.stdout  # a snapshot's read date is not the price's date
+    assert "2026-11-22" in proc.stdout  # ...which is shown as when it was read
     bad = run_cli("catalog", "offers", "--provider", "nosuch")
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr

@@ -44,7 +44,7 @@ ITEMS = [
     Item("aws", "p4d.24xlarge", "us-east-1", 21.96, 8, "A100", 40, False),
     Item("aws", "p4d.24xlarge", "us-east-1", 6.50, 8, "A100", 40, True),
     Item("runpod", "A100-PCIe-80", "eu", 1.64, 1, "A100", 80, False),
-    Item("azure", "NC4as_T4_v3", "eastus", 0.52, 1, "T4", 16, False),  # not in the catalog
+    Item("azure", "NC6", "eastus", 0.90, 1, "K80", 12, False),  # not in the catalog
     Item("gcp", "broken", "x", 0.0, 1, "H100", 80, False),  # no price
 ]
 
@@ -179,7 +179,9 @@ def test_cli_refresh_offline_exits_2_without_traceback(
         ("H200", 141, "x", "h200-sxm"),
         ("L40S", 48, "x", "l40s"),
         ("H100", 16, "x", None),  # memory contradicts the catalog
-        ("T4", 16, "x", None),
+        ("T4", 16, "x", "t4"),
+        ("A10G", 24, "g5.xlarge", "a10g"),
+        ("K80", 12, "x", None),  # not in the catalog
         (None, None, "x", None),
     ],
 )

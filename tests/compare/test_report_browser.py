@@ -121,7 +121,20 @@ def test_train_report_table_filter_sort_and_charts(browser: Any, tmp_path: Path)
     assert view.visible_rows() == len(rows) >= 20
     assert view.column("instance") == [r["instance"] for r in rows]
     assert view.column("Pareto").count("★") == sum(r["pareto"] for r in rows) >= 1
-    assert "2026-11-22" in view.column("price as of")
+    assert set(view.column("price date")) == {"date unknown"}  # snapshots: no publication date
+    # the answer is on screen at 1400 px without scrolling sideways
+    for name in ("days", "cost"):
+        box = page.locator(f"#offers thead th:text-is('{name}')").bounding_box()
+        assert box is not None and box["x"] + box["width"] <= 1400, (name, box)
+    # every figure traces to its source and date
+    first = page.locator("#offers tbody tr").first
+    heads = view.page.eval_on_selector_all("#offers thead th", "hs => hs.map(h => h.textContent)")
+    tips = dict(
+        zip(heads, first.locator("td").evaluate_all("tds => tds.map(t => t.title)"), strict=True)
+    )
+    assert "matmul_tflops" in tips["days"] and "as of" in tips["days"]
+    assert "published date unknown" in tips["cost"] and rows[0]["price_source"] in tips["cost"]
+    assert rows[0]["ran"] in tips["GPUs"]
     # typing narrows the rows; every row left mentions what was typed
     page.fill("#filter", "H100")
     narrowed = view.visible_rows()

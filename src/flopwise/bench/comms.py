@@ -4,7 +4,7 @@ Sizes are whole-array bytes as nccl-tests counts them (all_gather: the gathered 
 reduce_scatter: the input, all_to_all and send/recv: one rank's buffer). Each rank times
 ``iterations`` back-to-back operations after ``warmup`` and a barrier; the reported time is the
 mean over ranks (as nccl-tests), with min and max. algbw = S / t; busbw = algbw x the
-nccl-tests factor (:data:`flopwise.plan.roofline.BUSBW_FACTORS`), GB = 1e9 bytes.
+nccl-tests factor (:data:`flopwise.collectives.BUSBW_FACTORS`), GB = 1e9 bytes.
 After timing, one operation on known values is checked: ``wrong`` counts mismatched elements.
 """
 
@@ -19,8 +19,8 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from flopwise.bench.comms_ops import prepare, sync
+from flopwise.collectives import BUSBW_FACTORS
 from flopwise.errors import FlopwiseError
-from flopwise.plan.roofline import BUSBW_FACTORS
 from flopwise.units import GB, KIB, MIB
 
 if TYPE_CHECKING:

@@ -122,6 +122,11 @@ def resolve_model_config(name: str) -> tuple[str, dict[str, Any], ModelEntry | N
     if entry is not None:
         return entry.id, read_config_file(entry.config_path), entry
     path = Path(name).expanduser()
+    if not path.exists():
+        from flopwise.catalog.hf_cache import cached_config, looks_like_repo_id
+
+        if looks_like_repo_id(name):
+            return name, read_config_file(cached_config(name)), None
     if path.exists() or name.endswith(".json") or ("/" in name and path.suffix):
         if not path.exists():
             raise FlopwiseError(f"model config {name!r} does not exist")

@@ -58,6 +58,9 @@ class Offer:
     as_of: str
     note: str = ""
     origin: str = "embedded"  # "embedded" or the overlay file's path
+    #: The date the price was published (optional column `published`); "" = unknown. `as_of`
+    #: is the date the row was read, which is not the price's date.
+    published: str = ""
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -105,6 +108,7 @@ def _offer_from_row(row: Any, origin: str) -> Offer:
         as_of=row.text("as_of"),
         note=row.text("note", required=False),
         origin=origin,
+        published=row.text("published", required=False),
     )
 
 

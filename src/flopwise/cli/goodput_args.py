@@ -1,6 +1,8 @@
-"""Goodput flags shared by `plan train`, `compare train` and `report train`.
+"""Goodput inputs of `plan train`, `compare train` and `report train`.
 
-`add_goodput_args(parser)` adds them; `goodput_inputs_from_args(args)` builds GoodputInputs.
+The goodput flags (`--failures-per-gpu-day`, `--storage`, `--async-checkpoint`, ...) are job
+flags (flopwise/cli/job_flags.py), so job files carry them too; `goodput_inputs_from_args(args)`
+builds GoodputInputs from them.
 `--measured` and `--db` belong to the commands; when they are set the newest `bench io` run
 supplies the per-node checkpoint bandwidth.
 """
@@ -9,83 +11,6 @@ from __future__ import annotations
 
 import argparse
 from typing import Any
-
-from flopwise.cli._args import non_negative_float, typed
-
-
-def _positive(text: str) -> float:
-    from flopwise.errors import FlopwiseError
-
-    value = non_negative_float(text)
-    if value <= 0:
-        raise FlopwiseError(f"{text!r} must be a positive number")
-    return value
-
-
-def add_goodput_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group(
-        "goodput (failures, checkpoints, restarts; defaults: catalog failures.csv, storage.csv)"
-    )
-    g.add_argument(
-        "--failures-per-gpu-day",
-        type=typed(non_negative_float),
-        metavar="X",
-        help="interruptions per GPU per day, all unexpected (default: the catalog's Llama 3 "
-        "405B causes, ~5.3e-4 per GPU-day at 16K GPUs)",
-    )
-    g.add_argument(
-        "--failure-profile",
-        metavar="ID",
-        help="failure causes of a published cluster from the catalog: llama3-405b (default, "
-        "H100, by cause), meta-rsc1-a100, meta-rsc2-a100",
-    )
-    g.add_argument(
-        "--failure-data",
-        metavar="CSV",
-        help="your cluster's interruptions by cause, columns as the catalog's failures.csv",
-    )
-    g.add_argument(
-        "--storage",
-        metavar="ID",
-        help="checkpoint storage tier from the catalog (storage.csv)",
-    )
-    g.add_argument(
-        "--checkpoint-write-gbps",
-        type=typed(_positive),
-        metavar="X",
-        help="aggregate checkpoint write bandwidth of the whole job, GB/s",
-    )
-    g.add_argument(
-        "--checkpoint-read-gbps",
-        type=typed(_positive),
-        metavar="X",
-        help="aggregate checkpoint read bandwidth, GB/s (default: the write bandwidth)",
-    )
-    g.add_argument(
-        "--async-checkpoint",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="snapshot to host memory and drain in the background (PyTorch DCP async_save, "
-        "Megatron-Core --async-save); default: synchronous",
-    )
-    g.add_argument(
-        "--checkpoint-interval-s",
-        type=typed(_positive),
-        metavar="S",
-        help="checkpoint every S seconds instead of the Young/Daly optimum",
-    )
-    g.add_argument(
-        "--failure-detection-s",
-        type=typed(non_negative_float),
-        metavar="S",
-        help="seconds until a failure is noticed (default 600: PyTorch's NCCL timeout)",
-    )
-    g.add_argument(
-        "--restart-overhead-s",
-        type=typed(non_negative_float),
-        metavar="S",
-        help="seconds to replace a node and relaunch, excluding the checkpoint load (default 150)",
-    )
 
 
 def goodput_inputs_from_args(args: argparse.Namespace) -> Any:

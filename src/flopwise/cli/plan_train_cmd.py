@@ -10,16 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flopwise.cli._args import (
-    add_db,
-    add_json,
-    fraction,
-    non_negative_float,
-    positive_int,
-    tokens,
-    typed,
-)
-from flopwise.cli.memory_args import add_memory_args
+from flopwise.cli.job_args import add_job_args, job_command, resolve_job
 
 #: Default global batch when none is given: 4Mi tokens (Llama 2's 4M-token batch).
 DEFAULT_BATCH_TOKENS = 4 * 2**20
@@ -33,172 +24,12 @@ def register(psub: Any) -> None:
         "left out is searched), then report memory and step-time breakdowns, MFU, days, "
         "GPU-hours and cost. Exit 1 when nothing fits.",
     )
-    t.add_argument(
-        "model", metavar="MODEL", help="catalog id, alias, HF repo name or config.json path"
-    )
-    t.add_argument(
-        "--accelerator",
-        "-a",
-        required=True,
-        metavar="ID",
-        help="accelerator id or alias (see flopwise catalog accelerators)",
-    )
-    t.add_argument(
-        "--gpus", type=positive_int, required=True, metavar="N", help="number of accelerators"
-    )
-    t.add_argument(
-        "--tokens",
-        type=typed(tokens),
-        required=True,
-        metavar="N",
-        help="training tokens: 15T, 300B, 2e12",
-    )
-    t.add_argument(
-        "--seq-len",
-        type=positive_int,
-        metavar="N",
-        help="sequence length (default: min(context, 4096))",
-    )
-    batch = t.add_mutually_exclusive_group()
-    batch.add_argument(
-        "--global-batch-seqs", type=positive_int, metavar="N", help="sequences per optimizer step"
-    )
-    batch.add_argument(
-        "--global-batch-tokens",
-        type=typed(tokens),
-        metavar="N",
-        help="tokens per optimizer step (default 4Mi), e.g. 4M, 16M",
-    )
-    t.add_argument(
-        "--dtype",
-        default="bf16",
-        choices=("bf16", "fp16", "fp8"),
-        help="GEMM dtype (default bf16; fp8 needs an accelerator with fp8)",
-    )
-    t.add_argument(
-        "--recipe",
-        metavar="NAME",
-        help="training-state recipe (default bf16-adam, fp8-adam for --dtype fp8)",
-    )
-    t.add_argument("--system", metavar="ID", help="node type (see flopwise catalog systems)")
-    t.add_argument(
-        "--inter-node-gbps",
-        type=typed(non_negative_float),
-        metavar="X",
-        help="assume this per-GPU scale-out bandwidth (GB/s, one direction) between nodes; "
-        "for accelerators without a node type in the catalog (labelled as assumed)",
-    )
-    t.add_argument(
-        "--scaleup-domain",
-        type=positive_int,
-        metavar="N",
-        help="accelerators per scale-up domain (NVLink domain, TPU slice over ICI); default: "
-        "the node type's. Multislice TPU jobs: the slice size (slices talk over DCN)",
-    )
-    t.add_argument(
-        "--gpus-per-node",
-        type=positive_int,
-        metavar="N",
-        help="GPUs per node (default: the system's)",
-    )
-    g = t.add_argument_group("layout (any left out is searched)")
-    for name, help_ in (
-        ("tp", "tensor-parallel degree"),
-        ("pp", "pipeline-parallel degree"),
-        ("dp", "data-parallel degree"),
-        ("cp", "context-parallel degree"),
-        ("ep", "expert-parallel degree (MoE)"),
-        ("vpp", "virtual pipeline stages per GPU (interleaved 1F1B)"),
-        ("microbatch", "sequences per microbatch"),
-    ):
-        g.add_argument(f"--{name}", type=positive_int, metavar="N", help=help_)
-    g.add_argument(
-        "--recompute",
-        choices=("none", "selective", "full", "op"),
-        help="activation recompute (op: torchtitan's op-level selective checkpointing)",
-    )
-    g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), help="ZeRO stage over DP (x CP)")
-    g.add_argument(
-        "--hsdp",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="hybrid sharding: ZeRO-3 inside each node, replicas across nodes (FSDP "
-        "HYBRID_SHARD; implies --zero 3)",
-    )
-    g.add_argument(
-        "--sequence-parallel",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="shard norms/residuals over TP (Korthikanti et al. 2022)",
-    )
-    add_framework_args(t)
-    t.add_argument(
-        "--objective",
-        choices=("time", "cost"),
-        default="time",
-        help="rank layouts by step time, or by GPU-hours (may use fewer GPUs)",
-    )
-    t.add_argument(
-        "--mfu",
-        type=typed(fraction),
-        metavar="X",
-        help="skip the model: first-order estimate at this assumed MFU",
-    )
-    t.add_argument(
-        "--price-per-gpu-hour",
-        type=typed(non_negative_float),
-        metavar="USD",
-        help="price per GPU-hour for the cost",
-    )
-    t.add_argument(
-        "--measured",
-        nargs="?",
-        const="latest",
-        metavar="ID|latest",
-        help="use stored benchmark results for this accelerator",
-    )
-    add_memory_args(t)
-    from flopwise.cli.goodput_args import add_goodput_args
-
-    add_goodput_args(t)
-    add_db(t)
-    add_json(t)
-    t.set_defaults(func=run_train)
-
-
-def add_framework_args(t: argparse.ArgumentParser) -> None:
-    """--framework and the per-setting overrides of its profile (None: as the profile does)."""
-    from flopwise.plan.train.frameworks import FRAMEWORKS
-
-    f = t.add_argument_group(
-        "framework (what overlaps with what; each switch defaults to the profile's value)"
-    )
-    f.add_argument(
-        "--framework",
-        choices=FRAMEWORKS,
-        default="generic",
-        help="training framework profile (default generic: PyTorch DDP/FSDP behaviour); "
-        "see docs/training-planner.md for what each profile does and its sources",
-    )
-    f.add_argument(
-        "--attention",
-        choices=("flash", "flash2", "unfused"),
-        default=None,
-        help="attention kernel (default: the profile's; flash = the best fused kernel for "
-        "the accelerator)",
-    )
-    for flag, help_ in (
-        ("tp-comm-overlap", "TP collectives overlap GEMMs (Transformer Engine userbuffers)"),
-        ("pp-comm-overlap", "pipeline sends overlap compute (Megatron-Core overlap_p2p_comm)"),
-        ("ep-comm-overlap", "expert all-to-alls overlap another microbatch (DeepSeek DualPipe)"),
-        ("dp-comm-overlap", "gradient reduction overlaps the backward (DDP/FSDP buckets)"),
-        ("pp-scatter-gather", "pipeline sends split over TP ranks (Megatron scatter/gather)"),
-    ):
-        f.add_argument(f"--{flag}", action=argparse.BooleanOptionalAction, default=None, help=help_)
+    add_job_args(t, "train", "plan")
+    t.set_defaults(func=job_command(run_train))
 
 
 def framework_job_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The TrainJob keywords add_framework_args defines."""
+    """The TrainJob keywords of the framework job flags (cli/job_flags.py)."""
     return {
         "framework": args.framework,
         "attention": args.attention,
@@ -211,6 +42,7 @@ def framework_job_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_train(args: argparse.Namespace) -> int:
+    resolve_job(args)
     if args.mfu is not None:
         return _first_order(args)
     plan = train_plan_from_args(args)
@@ -242,7 +74,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 def _model_hw_seq(args: argparse.Namespace) -> tuple[Any, Any, int]:
     from flopwise.errors import FlopwiseError
-    from flopwise.results.measured import hardware_for
+    from flopwise.hardware import hardware_for
     from flopwise.workload.hf import load_model
 
     model = load_model(args.model)
@@ -262,6 +94,7 @@ def train_plan_from_args(
 
     ``sustained_compute_fraction`` replaces the fitted constant: validation uses it to refit
     that constant without a held-out family (cross-validation); no flag sets it."""
+    resolve_job(args)  # flags > --config > defaults (idempotent; validation parses directly)
     model, hw, seq = _model_hw_seq(args)
     from flopwise.plan.train import (
         LayoutConstraints,

@@ -8,6 +8,7 @@ from typing import Any
 
 def register(sub: Any) -> None:
     from flopwise.cli.compare_cmd import add_infer_job_args, add_train_job_args
+    from flopwise.cli.job_args import job_command
 
     p = sub.add_parser(
         "report",
@@ -24,7 +25,7 @@ def register(sub: Any) -> None:
         q.add_argument(
             "--out", required=True, metavar="PATH", help="HTML file to write (e.g. report.html)"
         )
-        q.set_defaults(func=run)
+        q.set_defaults(func=job_command(run))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,4 +43,8 @@ def run(args: argparse.Namespace) -> int:
         raise FlopwiseError(f"--out {args.out!r} is a folder; give a file name like report.html")
     written = write_report(result.to_dict(), out, store=ResultStore(args.db))
     sys.stderr.write(f"wrote {written} ({len(result.rows)} rows)\n")
+    if args.json:
+        from flopwise.present.jsonout import emit
+
+        emit({"report": str(written), **result.to_dict()})
     return 0

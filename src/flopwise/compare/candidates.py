@@ -22,12 +22,13 @@ class Candidate:
     gpus_per_instance: int
     price_per_hour: float | None  # per instance
     price_kind: str
-    price_as_of: str | None
+    price_as_of: str | None  # the date the price was read
     price_source: str | None
     network_gbit_s: float | None  # per instance, as offered; None = not published
     fabric: str
     system_id: str | None  # catalog node type the planner describes the hardware with
     offer: Offer | None = None
+    price_published: str | None = None  # the date the price was published, when known
 
     @property
     def label(self) -> str:
@@ -47,6 +48,7 @@ class Candidate:
             else self.price_per_hour / self.gpus_per_instance,
             "price_kind": self.price_kind,
             "price_as_of": self.price_as_of,
+            "price_published": self.price_published,
             "price_source": self.price_source,
             "offer_network_gbit_s": self.network_gbit_s,
             "fabric": self.fabric,
@@ -93,6 +95,7 @@ def from_offers(
                 price_per_hour=o.price_per_hour,
                 price_kind=o.price_kind,
                 price_as_of=o.as_of,
+                price_published=o.published or None,
                 price_source=o.source,
                 network_gbit_s=o.network_gbit_s,
                 fabric=o.fabric,
@@ -123,7 +126,7 @@ def from_accelerators(
             acc_id = get_accelerator(name).id
             system = _system_for(acc_id)
         gpn = system.gpus_per_node if system else 1
-        price = kind = as_of = source = None
+        price = kind = as_of = source = published = None
         if price_per_gpu_hour is not None:
             price, kind, as_of, source = (
                 price_per_gpu_hour * gpn,
@@ -136,7 +139,7 @@ def from_accelerators(
             if mine:
                 best = min(mine, key=lambda o: o.price_per_gpu_hour)
                 price = best.price_per_gpu_hour * gpn
-                kind, as_of = best.price_kind, best.as_of
+                kind, as_of, published = best.price_kind, best.as_of, best.published or None
                 source = f"cheapest catalog offer: {best.provider} {best.instance} ({best.source})"
         out.append(
             Candidate(
@@ -148,6 +151,7 @@ def from_accelerators(
                 price_per_hour=price,
                 price_kind=kind or "unknown",
                 price_as_of=as_of,
+                price_published=published,
                 price_source=source,
                 network_gbit_s=(system.nics_per_node * system.nic_gbit_s) or None
                 if system

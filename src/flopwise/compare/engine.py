@@ -11,16 +11,21 @@ from flopwise.compare import planners
 from flopwise.compare.candidates import Candidate
 from flopwise.compare.jobs import CompareInferJob, CompareTrainJob
 from flopwise.compare.network import network_check
+from flopwise.compare.rows import (
+    TRAIN_INTERVALS,
+    CompareRow,
+    _interval,
+    is_slice,
+    layout_summary,
+    price_date,
+    scaled_interval,
+    slice_chips,
+)
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
-from flopwise.units import SECONDS_PER_HOUR
 from flopwise.workload.spec import ModelSpec
 
 SORTS: tuple[str, ...] = ("cost", "time")
-
-#: Inference replicas are tensor-parallel groups inside one instance: these TP degrees are tried,
-#: smallest first, and the first that fits is used (TP across instances is not offered).
-INFER_TP_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +38,7 @@ class CompareResult:
     sort: str
     time_metric: str
     cost_metric: str
-    rows: tuple[dict[str, Any], ...]
+    rows: tuple[CompareRow, ...]
     excluded: tuple[dict[str, Any], ...]
     chosen: dict[str, Any] | None  # the top row's full plan and hardware, for the report
 
@@ -45,7 +50,7 @@ class CompareResult:
             "sort": self.sort,
             "time_metric": self.time_metric,
             "cost_metric": self.cost_metric,
-            "rows": [dict(r) for r in self.rows],
+            "rows": [r.to_dict() for r in self.rows],
             "excluded": [dict(e) for e in self.excluded],
             "chosen": self.chosen,
         }
@@ -55,7 +60,7 @@ HardwareFor = Callable[[Candidate], Hardware]
 
 
 def catalog_hardware(c: Candidate) -> Hardware:
-    from flopwise.results.measured import hardware_for
+    from flopwise.hardware import hardware_for
 
     return hardware_for(c.accelerator, c.system_id)
 
@@ -63,7 +68,8 @@ def catalog_hardware(c: Candidate) -> Hardware:
 def measured_hardware(db: str | None = None) -> HardwareFor:
     """Catalog hardware overridden by the results store's latest complete runs for each
     accelerator that has any; accelerators never measured keep their own catalog values."""
-    from flopwise.results.measured import apply_measurements, hardware_for
+    from flopwise.hardware import hardware_for
+    from flopwise.results.measured import apply_measurements
 
     def build(c: Candidate) -> Hardware:
         hw = hardware_for(c.accelerator, c.system_id)
@@ -89,8 +95,9 @@ class _Memo:
         hw: Hardware,
         gpus: int,
         job: Any,
+        variant: Any = None,
     ) -> dict[str, Any]:
-        k = (hw.id, hw.system_id, hw.inter_bw_per_gpu_gbps, gpus)
+        k = (hw.id, hw.system_id, hw.inter_bw_per_gpu_gbps, gpus, variant)
         if k not in self._done:
             try:
                 self._done[k] = planner(model, hw, gpus, job)
@@ -151,6 +158,28 @@ def _model_summary(model: ModelSpec) -> dict[str, Any]:
     return {"name": model.name, "params": c.total, "active_params": c.active}
 
 
+def _price_fields(c: Candidate) -> dict[str, Any]:
+    label, age, stale = price_date(c.price_published, c.price_kind)
+    return {"price_date": label, "price_age_days": age, "price_stale": stale}
+
+
+def _train_ran(gpus: int, est: dict[str, Any], seq: int, gbs: int) -> str:
+    layout = (
+        layout_summary(est["layout"]) if est["layout"] else f"first-order at MFU {est['mfu']:g}"
+    )
+    return f"{gpus:,} GPUs, {layout}, global batch {gbs} x {seq} tokens"
+
+
+def _train_extras(est: dict[str, Any], price: float | None, instances: int) -> dict[str, Any]:
+    """Prediction intervals the plan carries (None where it gives none); the cost interval is
+    this offer's price over the plan's days interval. Goodput: compare.goodput_rank."""
+    plan = est.get("plan") or {}
+    out: dict[str, Any] = {k: _interval(plan.get(k)) for k in TRAIN_INTERVALS}
+    per_day = None if price is None else price * instances * 24.0
+    out["cost_usd_interval"] = scaled_interval(plan.get("train_days_interval"), per_day)
+    return out
+
+
 def compare_train(
     model: ModelSpec,
     job: CompareTrainJob,
@@ -167,23 +196,28 @@ def compare_train(
     excluded: list[dict[str, Any]] = []
     hw_by_row: dict[int, Hardware] = {}
     memo = _Memo()
+    seq = job.seq_len_for(model.max_seq_len)
+    gbs = job.batch_seqs_for(seq)
     for c in candidates:
-        instances = math.ceil(job.gpus / c.gpus_per_instance)
+        gpus, chips_note = job.gpus, None
+        if is_slice(c.accelerator, c.fabric):
+            gpus, chips_note = slice_chips(job.gpus, c.gpus_per_instance)
+        instances = math.ceil(gpus / c.gpus_per_instance)
         try:
             hw = hardware(c)
             node = hw.scaleup_domain if c.system_id is None else _gpus_per_node(c.system_id)
             if instances > 1 and c.gpus_per_instance < node:
                 raise FlopwiseError(
                     f"{c.gpus_per_instance}-GPU instances are slices of a {node}-GPU node; a "
-                    f"{job.gpus}-GPU job needs whole nodes on a cluster network"
+                    f"{gpus}-GPU job needs whole nodes on a cluster network"
                 )
             if instances > 1 and c.gpus_per_instance == 1 and c.network_gbit_s is None:
                 raise FlopwiseError(
                     f"single-GPU instances with no published cluster network cannot be assumed "
-                    f"to form a {job.gpus}-GPU cluster"
+                    f"to form a {gpus}-GPU cluster"
                 )
             hw, net = network_check(hw, c.network_gbit_s, c.gpus_per_instance, instances)
-            est = memo(planners.train_estimate, model, hw, job.gpus, job)
+            est = memo(planners.train_estimate, model, hw, gpus, job)
         except FlopwiseError as exc:
             reason = str(exc)
             if c.offer is not None and c.network_gbit_s is None and "scale-out" in reason:
@@ -191,6 +225,8 @@ def compare_train(
                     "; this offer publishes no inter-node network: give its network_gbit_s in "
                     "$FLOPWISE_HOME/catalog/offers.csv"
                 )
+            if chips_note:
+                reason = f"{chips_note}: {reason}"
             excluded.append(_excluded(c, reason))
             continue
         if est["fits"] is False:
@@ -198,15 +234,22 @@ def compare_train(
                 f"does not fit: {est['memory_per_gpu_gib']:.1f} GiB per GPU needed, "
                 f"{est['device_memory_gib'] or 0:.1f} GiB on {c.accelerator}"
             )
-            excluded.append(_excluded(c, reason))
+            excluded.append(_excluded(c, f"{chips_note}: {reason}" if chips_note else reason))
             continue
         hours = est["train_days"] * 24.0
         cost = None if c.price_per_hour is None else c.price_per_hour * instances * hours
         row = {
             **c.to_dict(),
-            "gpus": job.gpus,
+            **_price_fields(c),
+            "kind": "train",
+            "gpus": gpus,
+            "gpus_requested": job.gpus,
             "instances": instances,
             "gpus_billed": instances * c.gpus_per_instance,
+            "chips_note": chips_note,
+            "ran": _train_ran(gpus, est, seq, gbs),
+            "global_batch_seqs": gbs,
+            "seq_len": seq,
             "method": est["method"],
             "step_time_s": est["step_time_s"],
             "mfu": est["mfu"],
@@ -221,6 +264,8 @@ def compare_train(
             "memory_breakdown": est["memory_breakdown"],
             "network": net,
             "measured": sorted(k for k, o in hw.origins.items() if o.kind == "measured"),
+            "hardware_sources": {k: f"{o.kind}: {o.detail}" for k, o in hw.origins.items()},
+            **_train_extras(est, c.price_per_hour, instances),
         }
         row.update(goodput_fields(est["plan"], cost, goodput))
         hw_by_row[id(row)] = hw
@@ -243,74 +288,11 @@ def compare_infer(
     sort: str = "cost",
     hardware: HardwareFor = catalog_hardware,
 ) -> CompareResult:
+    """Serve `job` on every candidate (see compare.infer_engine)."""
     _check_catalogs()
-    rows: list[dict[str, Any]] = []
-    excluded: list[dict[str, Any]] = []
-    hw_by_row: dict[int, Hardware] = {}
-    memo = _Memo()
-    for c in candidates:
-        groups = [job.tp * job.pp] if job.tp is not None else [t * job.pp for t in INFER_TP_SIZES]
-        tried = [g for g in groups if g <= c.gpus_per_instance and c.gpus_per_instance % g == 0]
-        est = None
-        reason = (
-            f"a replica of tp x pp = {groups[0]} GPUs does not divide a "
-            f"{c.gpus_per_instance}-GPU instance"
-        )
-        try:
-            hw = hardware(c)
-            hw, net = network_check(hw, c.network_gbit_s, c.gpus_per_instance, 1)
-        except FlopwiseError as exc:
-            excluded.append(_excluded(c, str(exc)))
-            continue
-        for group in tried:
-            try:
-                e = memo(planners.infer_estimate, model, hw, group, job)
-            except FlopwiseError as exc:  # e.g. nothing fits at batch max, or tp splits no heads
-                reason = f"{group} GPUs per replica: {exc}"
-                continue
-            if e["fits"] is not False:
-                est = e
-                break
-            reason = (
-                f"does not fit in {c.gpus_per_instance} x {c.accelerator}: "
-                f"{e['memory_per_gpu_gib']:.1f} GiB per GPU needed with {group} GPUs per "
-                f"replica, {e['device_memory_gib'] or 0:.1f} GiB on the device"
-            )
-        if est is None:
-            excluded.append(_excluded(c, reason))
-            continue
-        replica = int(est["layout"]["tp"]) * int(est["layout"]["pp"])
-        replicas = c.gpus_per_instance // replica
-        tokens_per_s = est["output_tokens_per_s"] * replicas
-        cost = None
-        if c.price_per_hour is not None and tokens_per_s:
-            cost = c.price_per_hour / (tokens_per_s * SECONDS_PER_HOUR) * 1e6
-        row = {
-            **c.to_dict(),
-            "gpus": c.gpus_per_instance,
-            "instances": 1,
-            "gpus_billed": c.gpus_per_instance,
-            "gpus_per_replica": replica,
-            "replicas": replicas,
-            "method": est["method"],
-            "batch": est["batch"],
-            "ttft_ms": est["ttft_ms"],
-            "tpot_ms": est["tpot_ms"],
-            "e2e_latency_s": est["e2e_latency_s"],
-            "output_tokens_per_s": tokens_per_s,
-            "cost_per_million_output_tokens": cost,
-            "memory_per_gpu_gib": est["memory_per_gpu_gib"],
-            "device_memory_gib": est["device_memory_gib"],
-            "fits": est["fits"],
-            "layout": est["layout"],
-            "breakdown": est["breakdown"],
-            "memory_breakdown": est["memory_breakdown"],
-            "network": net,
-            "measured": sorted(k for k, o in hw.origins.items() if o.kind == "measured"),
-        }
-        hw_by_row[id(row)] = hw
-        row["_plan"] = est["plan"]
-        rows.append(row)
+    from flopwise.compare.infer_engine import infer_rows
+
+    rows, excluded, hw_by_row = infer_rows(model, job, candidates, hardware, _Memo())
     return _finish(
         "infer",
         model,
@@ -357,7 +339,7 @@ def _finish(
         sort=sort,
         time_metric=time_key,
         cost_metric=cost_key,
-        rows=tuple(rows),
+        rows=tuple(CompareRow.from_dict(r) for r in rows),
         excluded=tuple(excluded),
         chosen=chosen,
     )

@@ -24,6 +24,7 @@ LAYOUT_KEYS: tuple[str, ...] = (
     "recompute",
     "zero",
     "sequence_parallel",
+    "hsdp",
 )
 
 
@@ -45,6 +46,9 @@ class CompareTrainJob:
     # TrainJob keywords of the framework profile and its overrides (framework, attention,
     # *_comm_overlap, pp_scatter_gather), as `flopwise plan train --framework ...` takes them
     framework_options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    objective: str = "time"
+    gpus_per_node: int | None = None  # default: the node type's
+    scaleup_domain: int | None = None  # default: the node type's
     mfu: float | None = None
     layout: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -77,6 +81,9 @@ class CompareTrainJob:
             "dtype": self.dtype,
             "recipe": self.recipe,
             **dict(self.framework_options),
+            "objective": self.objective,
+            "gpus_per_node": self.gpus_per_node,
+            "scaleup_domain": self.scaleup_domain,
             "mfu": self.mfu,
             "layout": dict(self.layout),
         }
@@ -100,6 +107,23 @@ class CompareInferJob:
     engine: str = "generic"
     tp: int | None = None
     pp: int = 1
+    #: With a latency target each offer runs at its largest batch within it (batch is ignored).
+    target_tpot_ms: float | None = None
+    target_ttft_ms: float | None = None
+
+    @property
+    def batch_rule(self) -> str:
+        """How every row's batch was chosen, stated in the output."""
+        targets = [
+            f"{name} <= {value:g} ms"
+            for name, value in (("TPOT", self.target_tpot_ms), ("TTFT", self.target_ttft_ms))
+            if value is not None
+        ]
+        if targets:
+            return "each offer at its largest batch per replica with " + " and ".join(targets)
+        if self.batch is None:
+            return "each offer at its own largest batch that fits (--batch max): batches differ"
+        return f"every offer at the same batch per replica: {self.batch}"
 
     def __post_init__(self) -> None:
         for name in ("input_len", "output_len", "pp"):
@@ -110,6 +134,10 @@ class CompareInferJob:
             raise FlopwiseError(f"--batch must be at least 1 or 'max', got {self.batch}")
         if self.tp is not None and self.tp < 1:
             raise FlopwiseError(f"--tp must be at least 1, got {self.tp}")
+        for name in ("target_tpot_ms", "target_ttft_ms"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise FlopwiseError(f"--{name.replace('_', '-')} must be positive, got {value}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -123,4 +151,7 @@ class CompareInferJob:
             "engine": self.engine,
             "tp": self.tp,
             "pp": self.pp,
+            "target_tpot_ms": self.target_tpot_ms,
+            "target_ttft_ms": self.target_ttft_ms,
+            "batch_rule": self.batch_rule,
         }

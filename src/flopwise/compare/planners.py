@@ -50,6 +50,9 @@ def train_estimate(
             dtype=job.dtype,
             recipe=job.recipe,
             **dict(job.framework_options),
+            objective=job.objective,
+            gpus_per_node=job.gpus_per_node,
+            scaleup_domain=job.scaleup_domain,
         ),
         LayoutConstraints(**job.layout),
     ).to_dict()

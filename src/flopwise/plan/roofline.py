@@ -1,4 +1,5 @@
 """Time primitives every planner uses: GEMMs, memory-bound ops and collectives.
+nccl-tests bus-bandwidth factors live in flopwise.collectives (shared with bench comms).
 
 All functions are pure: shapes and a Hardware in, seconds out. Units: bytes, FLOPs, seconds.
 """
@@ -9,6 +10,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from flopwise.collectives import BUSBW_FACTORS
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
 from flopwise.plan import gemm
@@ -21,17 +23,6 @@ from flopwise.plan.efficiency import (
     SCALEUP_LINK_FRACTION,
 )
 from flopwise.units import GB
-
-#: nccl-tests bus-bandwidth factors (NVIDIA/nccl-tests doc/PERFORMANCE.md): busbw = algbw * f(n).
-BUSBW_FACTORS = {
-    "all_reduce": lambda n: 2.0 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "all_to_all": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-    "send_recv": lambda n: 1.0,
-}
 
 
 def achievable_matmul_tflops(hw: Hardware, dtype: str) -> float:

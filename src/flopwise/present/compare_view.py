@@ -36,8 +36,17 @@ def _where(r: dict[str, Any]) -> str:
 def _price(r: dict[str, Any], dated: bool) -> str:
     if r["price_per_gpu_hour"] is None:
         return "unknown"
-    text = f"{r['price_per_gpu_hour']:.2f}"
-    return f"{text} ({r['price_as_of'] or r['price_kind']})" if dated else text
+    text = f"{r['price_per_gpu_hour']:.2f}" + (" !" if r.get("price_stale") else "")
+    return f"{text} ({_price_date(r)})" if dated else text
+
+
+def _price_date(r: dict[str, Any]) -> str:
+    return str(r.get("price_date") or r.get("price_published") or "date unknown")
+
+
+def _range(iv: list[float] | None) -> str:
+    """' (150-180)' when the plan gives a prediction interval, else nothing."""
+    return "" if not iv else f" ({fmt_num(iv[0])}-{fmt_num(iv[1])})"
 
 
 def _money(value: float | None) -> str:
@@ -52,33 +61,31 @@ def _train_rows(
     doc: dict[str, Any], dated: bool
 ) -> tuple[list[str], list[tuple[Any, ...]], tuple[int, ...]]:
     planned = any(r["layout"] for r in doc["rows"])
+    goodput = any(r.get("effective_train_days") is not None for r in doc["rows"])
     cols = ["", "offer", "GPUs"] + (["layout", "step s"] if planned else [])
-    eff = any(r.get("effective_train_days") is not None for r in doc["rows"])
-    cols += ["days"] + (["eff. days", "goodput"] if eff else [])
-    cols += [
-        "eff. cost" if eff else "cost",
-        "$/GPU-h" + (" (as of)" if dated else ""),
-        "MFU",
-        "net",
-    ]
+    cols += ["days", "cost"] + (["eff. days", "goodput", "eff. cost"] if goodput else [])
+    cols += ["$/GPU-h" + (" (price date)" if dated else ""), "MFU", "net"]
     rows = [
         (
             "★" if r["pareto"] else "",
             _where(r),
-            f"{r['instances']}x{r['gpus_per_instance']} {r['accelerator']}",
+            f"{r['instances']}x{r['gpus_per_instance']} {r['accelerator']}"
+            + (" *" if r.get("gpus", 0) != r.get("gpus_requested", r.get("gpus")) else ""),
             *((layout_text(r["layout"]), fmt_num(r["step_time_s"], 2)) if planned else ()),
-            fmt_num(r["train_days"]),
-            *(_effective(r) if eff else ()),
-            _money(r.get("effective_cost_usd") if eff else r["cost_usd"]),
+            fmt_num(r["train_days"]) + _range(r.get("train_days_interval")),
+            _money(r["cost_usd"]),
+            *((*_effective(r), _money(r.get("effective_cost_usd"))) if goodput else ()),
             _price(r, dated),
             "—" if r["mfu"] is None else f"{r['mfu']:.0%}",
             _NET.get(r["network"]["status"], r["network"]["status"]),
         )
         for r in doc["rows"]
     ]
-    right: tuple[int, ...] = (3, 4, 6) if not planned else (4, 5, 6, 8)
-    if eff:
-        right = tuple(range(3 + 2 * planned, len(cols) - 1))
+    right = tuple(
+        i
+        for i, c in enumerate(cols)
+        if c in ("step s", "days", "cost", "eff. days", "goodput", "eff. cost", "MFU")
+    )
     return cols, rows, right
 
 
@@ -93,13 +100,14 @@ def _effective(r: dict[str, Any]) -> tuple[str, str]:
 def _infer_rows(
     doc: dict[str, Any], dated: bool
 ) -> tuple[list[str], list[tuple[Any, ...]], tuple[int, ...]]:
-    cols = ["", "offer", "GPUs", "TTFT ms", "TPOT ms", "tok/s", "$/M tok"]
-    cols.append("$/GPU-h" + (" (as of)" if dated else ""))
+    cols = ["", "offer", "GPUs", "batch", "TTFT ms", "TPOT ms", "tok/s", "$/M tok"]
+    cols.append("$/GPU-h" + (" (price date)" if dated else ""))
     rows = [
         (
             "★" if r["pareto"] else "",
             _where(r),
             f"{r['replicas']}x{r['gpus_per_replica']} {r['accelerator']}",
+            str(r["batch"]),
             fmt_num(r["ttft_ms"]),
             fmt_num(r["tpot_ms"], 2),
             fmt_num(r["output_tokens_per_s"], 0),
@@ -110,11 +118,11 @@ def _infer_rows(
         )
         for r in doc["rows"]
     ]
-    return cols, rows, (3, 4, 5, 6)
+    return cols, rows, (3, 4, 5, 6, 7)
 
 
 def show_compare(doc: dict[str, Any]) -> None:
-    dates = {r["price_as_of"] for r in doc["rows"] if r["price_per_gpu_hour"] is not None}
+    dates = {_price_date(r) for r in doc["rows"] if r["price_per_gpu_hour"] is not None}
     dated = len(dates) > 1
     job = doc["job"]
     model = doc["model"]
@@ -126,21 +134,34 @@ def show_compare(doc: dict[str, Any]) -> None:
         cols, rows, right = _train_rows(doc, dated)
     else:
         title = (
-            f"Serving {model['name']}: batch {job['batch']}, {job['input_len']} in / "
-            f"{job['output_len']} out tokens, by {doc['sort']}"
+            f"Serving {model['name']}: {job['input_len']} in / {job['output_len']} out tokens, "
+            f"by {doc['sort']}; {job.get('batch_rule') or 'batch ' + str(job['batch'])}"
         )
         cols, rows, right = _infer_rows(doc, dated)
     planner = "training planner" if doc["kind"] == "train" else "inference planner"
     names = {"model": planner, "first-order": "first-order (assumed MFU)"}
     methods = sorted({names.get(r["method"], r["method"]) for r in doc["rows"]})
-    as_of = "" if dated or not dates else f"Prices as of {next(iter(dates))}. "
+    as_of = ""
+    if dates and not dated:
+        only = next(iter(dates))
+        as_of = {
+            "date unknown": "Price publication dates unknown (snapshots; verify before use). ",
+            "given": "Prices given on the command line. ",
+        }.get(only, f"Prices published {only}. ")
+    if any(r.get("price_stale") for r in doc["rows"]):
+        as_of += "! price published over 90 days ago. "
+    notes = sorted(
+        {r["chips_note"] for r in doc["rows"] if r.get("gpus") != r.get("gpus_requested")}
+    )
+    if notes:
+        as_of += "* " + "; ".join(notes) + ". "
     kinds = sorted({r["price_kind"] for r in doc["rows"]} - {"on_demand"})
     if kinds:
         as_of += f"Price kinds other than on-demand: {', '.join(kinds)}. "
     caption = as_of + (
-        f"★ Pareto-optimal (no other row both faster and cheaper). Ranked by "
-        f"{doc['time_metric'].replace('_', ' ')} / {doc['cost_metric'].replace('_', ' ')}. "
-        "Estimates: "
+        f"★ Pareto-optimal (no other row both faster and cheaper); ranked by "
+        f"{doc['time_metric'].replace('_', ' ')} / {doc['cost_metric'].replace('_', ' ')}; "
+        "--json 'ran' states what each row ran. Estimates: "
         f"{', '.join(methods) or 'none'}. net: offer network vs the plan's node type "
         "(ok/SLOWER/faster, ? = not published). "
         f"{len(doc['excluded'])} offers cannot run this job (see --json 'excluded')."

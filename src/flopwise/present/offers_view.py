@@ -1,4 +1,4 @@
-"""Terminal view of cloud offers (every price with its as-of date)."""
+"""Terminal view of cloud offers (every price with its publication and read dates)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ def show_offers(offers: Sequence[Offer]) -> None:
             f"{o.price_per_gpu_hour:,.2f}",
             "—" if o.spot_price_per_hour is None else f"{o.spot_price_per_hour:,.2f}",
             _network(o),
+            o.published or "date unknown",
             o.as_of,
         )
         for o in offers
@@ -42,11 +43,13 @@ def show_offers(offers: Sequence[Offer]) -> None:
                 "$/GPU-hour",
                 "spot $/hour",
                 "network",
-                "price as of",
+                "published",
+                "read",
             ],
             rows,
             right=(4, 5, 6),
-            caption="Prices go stale: check the as-of date. Sources, local NVMe and shared "
-            "file systems: flopwise catalog offers --json.",
+            caption="Prices go stale: 'published' is the price's own date (unknown for catalog "
+            "snapshots), 'read' the day the row was read. Sources, local NVMe and shared file "
+            "systems: flopwise catalog offers --json.",
         )
     )

@@ -18,11 +18,12 @@ from types import MappingProxyType
 from typing import Any
 
 from flopwise.errors import FlopwiseError
-from flopwise.hardware import Hardware, Origin
+from flopwise.hardware import CPU_ID, Hardware, Origin
+
+# `hardware_for` moved beside Hardware; re-exported for existing imports.
+from flopwise.hardware import hardware_for as hardware_for
 from flopwise.results.matmul_shapes import ShapeRow, shape_table
 from flopwise.results.store import ResultStore, StoredResult
-
-CPU_ID = "cpu"
 
 
 def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = None) -> Hardware:
@@ -168,7 +169,7 @@ def cpu_hardware(db: str | None = None, selector: str = "latest") -> Hardware:
         inter_bw_per_gpu_gbps=None,
         origins=MappingProxyType({"id": Origin("measured", "host CPU")}),
     )
-    hw = apply_measurements(base, selector, db)
+    hw = measured_rate_as_peak(apply_measurements(base, selector, db))
     # Memory capacity of the host, so `fits` is answerable.
     try:
         import os
@@ -179,20 +180,22 @@ def cpu_hardware(db: str | None = None, selector: str = "latest") -> Hardware:
     return hw.with_measurements(memory_bytes=(float(pages), "os.sysconf physical memory"))
 
 
-def hardware_for(
-    accelerator: str,
-    system: str | None = None,
-    measured: str | None = None,
-    db: str | None = None,
-) -> Hardware:
-    """The hardware description planners use: catalog values, then measurements if asked."""
-    from flopwise.hardware import hardware_from_catalog
+def measured_rate_as_peak(hw: Hardware) -> Hardware:
+    """A CPU has no catalog dense peak: use each measured matmul rate (MAMF) as both the peak
+    and the ceiling for its dtype, labelled "assumed" so the plan's `assumed` block shows it
+    (MFU against it then reads as a fraction of the measured best, not of a datasheet peak)."""
+    from dataclasses import replace
 
-    if accelerator.strip().lower() == CPU_ID:
-        if measured is None:
-            raise FlopwiseError(
-                "--accelerator cpu needs --measured latest (run flopwise bench matmul/memory first)"
-            )
-        return cpu_hardware(db, measured)
-    hw = hardware_from_catalog(accelerator, system)
-    return hw if measured is None else apply_measurements(hw, measured, db)
+    peaks = dict(hw.peak_tflops)
+    origins = dict(hw.origins)
+    for dtype, rate in hw.matmul_tflops.items():
+        if dtype in peaks:
+            continue
+        peaks[dtype] = rate
+        source = hw.origins.get(f"matmul_tflops:{dtype}")
+        origins[f"peak_tflops:{dtype}"] = Origin(
+            "assumed",
+            f"peak = measured matmul rate ({source.detail if source else 'measured'}); no "
+            "published dense peak for this device",
+        )
+    return replace(hw, peak_tflops=MappingProxyType(peaks), origins=MappingProxyType(origins))

@@ -387,18 +387,29 @@ NORMALISERS: Mapping[str, Callable[[str, Config], dict[str, Any]]] = {
 }
 
 
+def _all_normalisers() -> Mapping[str, Callable[[str, Config], dict[str, Any]]]:
+    from flopwise.workload.hf_families import FAMILY_NORMALISERS, TEXT_CONFIG_WRAPPERS
+
+    return {**NORMALISERS, **FAMILY_NORMALISERS, **dict.fromkeys(TEXT_CONFIG_WRAPPERS, _llama)}
+
+
 def spec_from_config(name: str, cfg: Config) -> ModelSpec:
     """Normalise a Hugging Face config dict into a ModelSpec (one-line error when unsupported)."""
+    from flopwise.workload.hf_families import unwrap_text_config
+
+    supported = _all_normalisers()
     model_type = cfg.get("model_type")
     if not isinstance(model_type, str) or not model_type:
         raise FlopwiseError(
-            f"config {name}: no 'model_type'; supported: {', '.join(sorted(NORMALISERS))}"
+            f"config {name}: no 'model_type'; supported: {', '.join(sorted(supported))}"
         )
-    normalise = NORMALISERS.get(model_type)
+    cfg = unwrap_text_config(name, cfg)
+    model_type = str(cfg.get("model_type"))
+    normalise = supported.get(model_type)
     if normalise is None:
         raise FlopwiseError(
             f"config {name}: model_type {model_type!r} is not supported; supported: "
-            f"{', '.join(sorted(NORMALISERS))}"
+            f"{', '.join(sorted(supported))}"
         )
     try:
         fields = normalise(name, cfg)

@@ -19,6 +19,7 @@ DTYPE_BYTES: Mapping[str, float] = MappingProxyType(
         "bf16": 2.0,
         "fp16": 2.0,
         "fp8": 1.0,
+        "mxfp8": 1.0,  # OCP MX fp8: one shared 8-bit scale per 32 elements ignored (+3%)
         "int8": 1.0,
         "int4": 0.5,
         "fp4": 0.5,
@@ -37,6 +38,7 @@ _DTYPE_ALIASES: Mapping[str, str] = MappingProxyType(
         "e4m3": "fp8",
         "mxfp4": "fp4",
         "nvfp4": "fp4",
+        "mx-fp8": "mxfp8",
     }
 )
 

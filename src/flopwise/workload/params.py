@@ -37,6 +37,8 @@ def attention_params(spec: ModelSpec) -> int:
         total += q_out + kv_out
     if spec.qk_norm:
         total += 2 * spec.head_dim
+    if spec.qk_norm_full:
+        total += (nh + spec.kv_heads) * spec.head_dim
     if spec.attention_sinks:
         total += nh
     return total

@@ -34,6 +34,7 @@ class ModelSpec:
     norm: NormKind = "rmsnorm"
     norms_per_layer: int = 2
     qk_norm: bool = False  # per-head RMSNorm on q and k (Qwen3)
+    qk_norm_full: bool = False  # q and k normed over their full width (OLMo 2, Command-R+)
     tied_embeddings: bool = False
     learned_positions: int = 0  # rows of a learned position table (GPT-2/3, OPT)
     embedding_norm: bool = False  # LayerNorm after the embedding (BLOOM)
@@ -56,6 +57,9 @@ class ModelSpec:
     sliding_window: int = 0
     sliding_layers: int = 0
     attention_sinks: bool = False  # one learned logit per head (gpt-oss)
+    # tanh soft-capping of attention logits (Gemma 2): no parameters, an elementwise op on the
+    # score matrix; kernels without it (FlashAttention < 2.6) fall back to unfused attention.
+    attn_logit_softcap: float = 0.0
     extra_layers_excluded: int = 0  # e.g. DeepSeek-V3's multi-token-prediction module
 
     def __post_init__(self) -> None:

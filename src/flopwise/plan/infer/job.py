@@ -17,9 +17,28 @@ from flopwise.hardware import Hardware
 from flopwise.workload.memory_bytes import normalize_dtype
 from flopwise.workload.spec import ModelSpec
 
-WEIGHT_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "int8", "int4")
+WEIGHT_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "mxfp8", "int8", "int4", "fp4")
 KV_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "int8")
-ACT_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "int8", "fp32")
+ACT_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "mxfp8", "int8", "fp32", "fp4")
+
+#: Block-scaled (microscaling) formats: NVFP4/MXFP4 (`fp4`) and MXFP8 run on tensor cores from
+#: NVIDIA Blackwell on (Hopper's fp8 has per-tensor scales only; NVIDIA Blackwell architecture
+#: technical brief; TensorRT-LLM's B200/GB200 NVFP4 tables). A device whose catalog entry has an
+#: fp4 rate is taken to have them; elsewhere they are refused.
+BLOCK_SCALED: tuple[str, ...] = ("fp4", "mxfp8")
+
+
+def supports_block_scaled(hw: Hardware) -> bool:
+    return "fp4" in hw.peak_tflops or "fp4" in hw.matmul_tflops
+
+
+def _check_block_scaled(hw: Hardware, dtype: str, what: str) -> None:
+    if dtype in BLOCK_SCALED and not supports_block_scaled(hw):
+        raise FlopwiseError(
+            f"{what} {dtype} is a block-scaled format (NVFP4/MXFP4/MXFP8) that needs "
+            f"Blackwell-class tensor cores; {hw.id} has none (fp4 rate unknown): use fp8 or "
+            "int8, or int4 for 4-bit weight-only"
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -133,12 +152,19 @@ def resolve_precision(job: InferJob, hw: Hardware) -> Precision:
         kv = "fp16" if weight == "fp16" else "bf16"
     sixteen = "fp16" if weight == "fp16" else "bf16"
     note = ""
+    _check_block_scaled(hw, weight, "weight dtype")
     if job.act_dtype:
         act = normalize_dtype(job.act_dtype, ACT_DTYPES)
-    elif weight == "fp8" and "fp8" in hw.peak_tflops:
-        act = "fp8"
+        _check_block_scaled(hw, act, "activation dtype")
+    elif weight in ("fp8", "mxfp8") and "fp8" in hw.peak_tflops:
+        act = weight
+    elif weight == "fp4":
+        act = "fp4"  # W4A4 as TensorRT-LLM's NVFP4 checkpoints run
     else:
         act = weight if weight in ("bf16", "fp16") else sixteen
+    if act == "mxfp8":
+        act = "fp8"  # MXFP8 GEMMs run at the fp8 tensor-core rate (block scales in hardware)
+        note = "MXFP8: fp8 tensor-core rate with per-32-element block scales"
     if not _has_rate(hw, act):
         measured = sorted(hw.matmul_tflops)
         if job.act_dtype or len(measured) != 1:
@@ -151,7 +177,7 @@ def resolve_precision(job: InferJob, hw: Hardware) -> Precision:
         act = measured[0]
     if act == weight or (weight in ("bf16", "fp16") and act in ("bf16", "fp16", "fp32")):
         mode = "16-bit" if weight in ("bf16", "fp16") else "weight+activation"
-    elif act in ("fp8", "int8"):
+    elif act in ("fp8", "int8", "fp4"):
         mode = "weight+activation"
     else:
         mode = "weight-only"

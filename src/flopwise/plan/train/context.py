@@ -72,7 +72,12 @@ class ModelContext:
         self.gpus_per_node = gpn or max(hw.scaleup_domain, 1)
         self.domain = job.scaleup_domain or max(self.gpus_per_node, hw.scaleup_domain or 1)
         self.bw_bytes_s = memory_bw_bytes_per_s(hw)
-        self.peak16_flops = hw.peak("bf16") * 1e12
+        # 16-bit peak for the ops fp8 recipes keep in bf16; an fp32 job runs everything in fp32,
+        # an fp16 job on a device without bf16 (V100, T4) in fp16
+        p16 = "fp32" if job.dtype == "fp32" else "bf16"
+        if job.dtype == "fp16" and "bf16" not in hw.peak_tflops:
+            p16 = "fp16"
+        self.peak16_flops = hw.peak(p16) * 1e12
         dtype = "bf16" if job.dtype == "fp16" and "fp16" not in hw.peak_tflops else job.dtype
         self.peak_flops = hw.peak(dtype) * 1e12
         self.capacity_bytes = hw.memory_bytes

@@ -22,7 +22,7 @@ RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full", "op")
 #: What the search tries when recompute is free: Megatron's three; "op" (torchtitan's op-level
 #: selective checkpointing) when asked for
 SEARCHED_RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
-TRAIN_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8")
+TRAIN_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "fp32")
 OBJECTIVES: tuple[str, ...] = ("time", "cost")
 ATTENTION_IMPLS: tuple[str, ...] = ("flash", "flash2", "unfused")
 
@@ -132,6 +132,8 @@ class TrainJob:
     def recipe_name(self) -> str:
         if self.recipe:
             return self.recipe
+        if self.dtype == "fp32":  # CPUs planned from a measured fp32 rate
+            return "fp32-adam"
         return self.profile.recipe_for(self.dtype)
 
     @property

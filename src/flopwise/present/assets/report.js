@@ -53,9 +53,10 @@
     var names = { "first-order": "first-order (time = FLOPs / (GPUs x peak x assumed MFU))", "model": (TRAIN ? "training" : "inference") + " planner (per-op model)" };
     items.push(["estimate", Object.keys(methods).map(function (m) { return names[m] || m; }).join(", ") || "none"]);
     items.push(["sorted by", CMP.sort]);
+    if (!TRAIN) items.push(["batch", CMP.job.batch_rule || String(CMP.job.batch)]);
     items.push(["offers", CMP.rows.length + " can run it, " + CMP.excluded.length + " cannot"]);
     items.forEach(function (kv) { dl.appendChild(el("dt", {}, kv[0])); dl.appendChild(el("dd", {}, kv[1])); });
-    document.getElementById("subtitle").textContent = "Generated " + DOC.generated_at + " by flopwise. Prices go stale: each row shows the date its price was read.";
+    document.getElementById("subtitle").textContent = "Generated " + DOC.generated_at + " by flopwise. Prices go stale: each row shows the date its price was published (\u201cdate unknown\u201d when the source does not say); prices over 90 days old are marked !. Hover a figure for its source and date.";
     document.getElementById("footer").textContent = "Self-contained report: no network requests. Estimates, not measurements, unless marked measured.";
   }
 
@@ -70,44 +71,85 @@
   }
 
   // ---- comparison table ----------------------------------------------------------------
+  // Tooltips trace every figure a row shows to its source and date.
+  function priceDate(r) { return r.price_date || r.price_published || "date unknown"; }
+  function priceTip(r) {
+    if (r.price_per_gpu_hour === null || r.price_per_gpu_hour === undefined) return "no price known for this offer";
+    return "$" + num(r.price_per_hour, 2) + " per instance-hour (" + r.price_kind + "), " +
+      (r.price_date === "given" ? "given on the command line" : "published " + priceDate(r)) +
+      (r.price_as_of ? "; read " + r.price_as_of : "") + (r.price_stale ? "; OVER 90 DAYS OLD" : "") +
+      "; source: " + (r.price_source || "unknown");
+  }
+  function rangeText(iv, digits) {
+    return iv ? " (range " + num(iv[0], digits) + " to " + num(iv[1], digits) + ")" : "";
+  }
+  function sourcesTip(r) {
+    var keys = Object.keys(r.hardware_sources || {}).filter(function (k) {
+      return /^(matmul_tflops|peak_tflops:(bf16|fp8)|memory_bw_gbps|achievable_bw_gbps|scaleup_bw_uni_gbps|inter_bw_per_gpu_gbps|intra_busbw_gbps)/.test(k);
+    });
+    return keys.map(function (k) { return k + " = " + r.hardware_sources[k]; }).join("; ");
+  }
+  function estTip(r, what) {
+    return what + ": flopwise " + (r.method === "first-order" ? "first-order estimate (assumed MFU)" : (TRAIN ? "training" : "inference") + " planner") +
+      " for " + r.ran + ", from " + r.accelerator + (r.system ? " (" + r.system + ")" : "") + " hardware: " + sourcesTip(r);
+  }
+  function costTip(r) {
+    if (r.cost_usd === null || r.cost_usd === undefined) return "no price known: cost unknown";
+    return r.instances + " instances x $" + num(r.price_per_hour, 2) + "/h x " + num(r.train_days * 24, 0) + " h" +
+      rangeText(r.cost_usd_interval, 0) + ". Price: " + priceTip(r) + ". Days: see the days column";
+  }
+  function goodputTip(r) {
+    var g = (r.goodput || {}).detail || {};
+    return "expected with failures, checkpoints and restarts (goodput " + (r.goodput_fraction === null || r.goodput_fraction === undefined ? "unknown" : (100 * r.goodput_fraction).toFixed(0) + "%") +
+      "): " + num(r.effective_train_days, 1) + " days, " + money(r.effective_cost_usd) + (g.failure_source ? "; failures: " + g.failure_source : "") + (g.storage_source ? "; checkpoint storage: " + g.storage_source : "") + ". Ideal: see days and cost";
+  }
+  function gpusText(r) { return r.instances + "x" + r.gpus_per_instance + (r.gpus !== r.gpus_requested ? " *" : ""); }
+  function gpusTip(r) { return r.ran + (r.chips_note ? "; " + r.chips_note : "") + "; billed: " + r.gpus_billed + " " + r.accelerator; }
+
+  // [header, value, format, digits, tooltip]; the answer (days, cost) comes first so it is
+  // on screen without scrolling.
   var COLS = TRAIN ? [
     ["", function (r) { return r.pareto ? "★" : ""; }, null],
     ["provider", function (r) { return r.provider; }, null],
-    ["instance", function (r) { return r.instance; }, null],
-    ["region", function (r) { return r.region; }, null],
+    ["instance", function (r) { return r.instance; }, null, 0, function (r) { return r.provider + " " + r.instance + (r.region ? " (" + r.region + ")" : "") + ": " + r.gpus_per_instance + " x " + r.accelerator; }],
+    ["days", function (r) { return r.train_days; }, "n", 1, function (r) { return estTip(r, num(r.train_days, 1) + " days" + rangeText(r.train_days_interval, 1)); }],
+    ["cost", function (r) { return r.cost_usd; }, "$", 0, costTip],
+    ["eff. days", function (r) { return r.effective_train_days; }, "n", 1, goodputTip],
+    ["eff. cost", function (r) { return r.effective_cost_usd; }, "$", 0, goodputTip],
+    ["goodput", function (r) { return r.goodput_fraction; }, "p", 0, goodputTip],
+    ["GPUs", gpusText, null, 0, gpusTip],
     ["accelerator", function (r) { return r.accelerator; }, null],
-    ["instances", function (r) { return r.instances; }, "n"],
-    ["GPUs", function (r) { return r.gpus_billed; }, "n"],
-    ["layout", function (r) { return layoutText(r.layout); }, null],
-    ["step s", function (r) { return r.step_time_s; }, "n", 2],
-    ["MFU", function (r) { return r.mfu; }, "p"],
-    ["days", function (r) { return r.train_days; }, "n"],
-    ["cost", function (r) { return r.cost_usd; }, "$"],
-    ["goodput", function (r) { return r.goodput_fraction; }, "p"],
-    ["eff. days", function (r) { return r.effective_train_days; }, "n"],
-    ["eff. cost", function (r) { return r.effective_cost_usd; }, "$"],
-    ["$/GPU-h", function (r) { return r.price_per_gpu_hour; }, "n", 2],
-    ["price as of", function (r) { return r.price_as_of || r.price_kind; }, null],
-    ["GiB/GPU", function (r) { return r.memory_per_gpu_gib; }, "n"],
-    ["network", function (r) { return r.network.status; }, null],
+    ["layout", function (r) { return layoutText(r.layout); }, null, 0, function (r) { return r.ran; }],
+    ["step s", function (r) { return r.step_time_s; }, "n", 2, function (r) { return estTip(r, "step time " + num(r.step_time_s, 2) + " s" + rangeText(r.step_time_s_interval, 2)); }],
+    ["MFU", function (r) { return r.mfu; }, "p", 0, function (r) { return estTip(r, "model FLOPs utilisation"); }],
+    ["$/GPU-h", function (r) { return r.price_per_gpu_hour; }, "n", 2, priceTip],
+    ["price date", function (r) { return priceDate(r) + (r.price_stale ? " !" : ""); }, null, 0, priceTip],
+    ["GiB/GPU", function (r) { return r.memory_per_gpu_gib; }, "n", 1, function (r) { return estTip(r, "memory per GPU (device " + num(r.device_memory_gib, 1) + " GiB)"); }],
+    ["network", function (r) { return r.network.status; }, null, 0, function (r) { return r.network.note; }],
+    ["region", function (r) { return r.region; }, null],
     ["estimate", function (r) { return r.method; }, null]
   ] : [
     ["", function (r) { return r.pareto ? "★" : ""; }, null],
     ["provider", function (r) { return r.provider; }, null],
-    ["instance", function (r) { return r.instance; }, null],
-    ["region", function (r) { return r.region; }, null],
+    ["instance", function (r) { return r.instance; }, null, 0, function (r) { return r.provider + " " + r.instance + (r.region ? " (" + r.region + ")" : "") + ": " + r.gpus_per_instance + " x " + r.accelerator; }],
+    ["$/M tok", function (r) { return r.cost_per_million_output_tokens; }, "n", 3, function (r) { return "$" + num(r.price_per_hour, 2) + "/h / (" + num(r.output_tokens_per_s, 0) + " tok/s x 3600) x 1e6. Price: " + priceTip(r); }],
+    ["tok/s", function (r) { return r.output_tokens_per_s; }, "n", 0, function (r) { return estTip(r, "output tokens/s per instance" + rangeText(r.output_tokens_per_s_interval, 0)); }],
+    ["batch", function (r) { return r.batch; }, "n", 0, function (r) { return CMP.job.batch_rule || ""; }],
+    ["replicas", function (r) { return r.replicas + " x " + r.gpus_per_replica; }, null, 0, function (r) { return r.ran; }],
+    ["TTFT ms", function (r) { return r.ttft_ms; }, "n", 1, function (r) { return estTip(r, "time to first token" + rangeText(r.ttft_ms_interval, 1)); }],
+    ["TPOT ms", function (r) { return r.tpot_ms; }, "n", 2, function (r) { return estTip(r, "time per output token" + rangeText(r.tpot_ms_interval, 2)); }],
+    ["latency s", function (r) { return r.e2e_latency_s; }, "n", 2, function (r) { return estTip(r, "end-to-end request latency"); }],
     ["accelerator", function (r) { return r.accelerator; }, null],
-    ["replicas", function (r) { return r.replicas + " x " + r.gpus_per_replica; }, null],
-    ["TTFT ms", function (r) { return r.ttft_ms; }, "n"],
-    ["TPOT ms", function (r) { return r.tpot_ms; }, "n", 2],
-    ["latency s", function (r) { return r.e2e_latency_s; }, "n", 2],
-    ["tok/s", function (r) { return r.output_tokens_per_s; }, "n", 0],
-    ["$/M tok", function (r) { return r.cost_per_million_output_tokens; }, "n", 3],
-    ["$/GPU-h", function (r) { return r.price_per_gpu_hour; }, "n", 2],
-    ["price as of", function (r) { return r.price_as_of || r.price_kind; }, null],
-    ["GiB/GPU", function (r) { return r.memory_per_gpu_gib; }, "n"],
+    ["$/GPU-h", function (r) { return r.price_per_gpu_hour; }, "n", 2, priceTip],
+    ["price date", function (r) { return priceDate(r) + (r.price_stale ? " !" : ""); }, null, 0, priceTip],
+    ["GiB/GPU", function (r) { return r.memory_per_gpu_gib; }, "n", 1, function (r) { return estTip(r, "memory per GPU"); }],
+    ["region", function (r) { return r.region; }, null],
     ["estimate", function (r) { return r.method; }, null]
   ];
+  // goodput columns only when some row has them (the planner provides them)
+  if (TRAIN && !CMP.rows.some(function (r) { return r.effective_train_days !== null && r.effective_train_days !== undefined; })) {
+    COLS = COLS.filter(function (c) { return ["eff. days", "eff. cost", "goodput"].indexOf(c[0]) < 0; });
+  }
   var sortState = { col: -1, dir: 1 };
   var order = CMP.rows.map(function (_, i) { return i; });
   var visible = CMP.rows.map(function () { return true; });
@@ -134,7 +176,8 @@
     thead.appendChild(tr);
     renderRows();
     var note = document.getElementById("table-note");
-    note.textContent = "★ = Pareto-optimal: no other row is both faster and cheaper. Network: the offer's published inter-node bandwidth against the node type the plan describes (matches / slower / faster; unknown = not published, the plan then assumes the node type's NICs). Click a column to sort.";
+    note.textContent = "★ = Pareto-optimal: no other row is both faster and cheaper. Network: the offer's published inter-node bandwidth against the node type the plan describes (matches / slower / faster; unknown = not published, the plan then assumes the node type's NICs). Hover a figure for its source and date; click a column to sort." +
+      (TRAIN ? " * = planned at a different chip count than asked (accelerator sold in fixed slices): hover GPUs." : " Batch: " + (CMP.job.batch_rule || "") + ".");
     var ex = document.getElementById("excluded");
     document.getElementById("excluded-summary").textContent = CMP.excluded.length + " offers cannot run this job";
     CMP.excluded.forEach(function (e) { ex.appendChild(el("li", {}, e.provider + " " + e.instance + ": " + e.reason)); });
@@ -148,8 +191,12 @@
       var tr = el("tr", { "data-index": String(idx) });
       if (r.pareto) tr.classList.add("pareto");
       if (idx === 0) tr.classList.add("chosen");
-      COLS.forEach(function (c) { tr.appendChild(el("td", c[2] ? { "class": "num" } : {}, cellText(c, r))); });
-      tr.title = r.network.note + (r.price_source ? " | price: " + r.price_source : "");
+      COLS.forEach(function (c) {
+        var attrs = c[2] ? { "class": "num" } : {};
+        if (c[4]) attrs.title = c[4](r);
+        tr.appendChild(el("td", attrs, cellText(c, r)));
+      });
+      if (r.price_stale) tr.classList.add("stale");
       if (!visible[idx]) tr.hidden = true; else shown++;
       tbody.appendChild(tr);
     });
@@ -263,7 +310,7 @@
     var placed = [];
     pts.forEach(function (r) {
       var c = svg("circle", { cx: x(r[tk]).toFixed(1), cy: y(r[ck]).toFixed(1), r: r.pareto ? "6" : "4", "class": r.pareto ? "pt pareto" : "pt" });
-      c.appendChild(svg("title", {}, r.provider + " " + r.instance + " (" + r.accelerator + "): " + num(r[tk], 2) + (TRAIN ? " days, " + money(r[ck]) : " s, $" + num(r[ck], 3) + "/M tok") + " (price as of " + (r.price_as_of || r.price_kind) + ")" + (r.pareto ? " — Pareto-optimal" : "")));
+      c.appendChild(svg("title", {}, r.provider + " " + r.instance + " (" + r.accelerator + "): " + num(r[tk], 2) + (TRAIN ? " days, " + money(r[ck]) : " s, $" + num(r[ck], 3) + "/M tok") + " (price " + priceDate(r) + ")" + (r.pareto ? " — Pareto-optimal" : "")));
       root.appendChild(c);
       if (r.pareto) {
         var lx = x(r[tk]) + 8, ly = y(r[ck]) - 6;

@@ -7,36 +7,25 @@ its workers: benchmarks treat it like Ctrl-C, so the partial result is kept and 
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import sys
-import threading
-from collections.abc import Iterator
-from typing import Any
+
+# one definition, in the torch-free bench helpers that bench io uses too
+from flopwise.bench.io_ops import terminate_as_interrupt
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "exit_code",
+    "silence_stdout",
+    "terminate_as_interrupt",
+]
 
 #: Exit status of a run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
 EXIT_INTERRUPTED = 130
 #: Exit status of a measurement that produced no usable figure (e.g. every shape ran out of
 #: memory); the run is stored with status 'failed'.
 EXIT_FAILED = 1
-
-
-@contextlib.contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """Inside the block, SIGTERM raises KeyboardInterrupt in the main thread (like Ctrl-C)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def exit_code(status: str) -> int:

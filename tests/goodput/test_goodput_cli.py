@@ -176,3 +176,37 @@ def test_report_shows_ideal_and_effective(tmp_path: Path) -> None:
     html = out.read_text()
     for text in ('"effective_train_days"', '"train_days"', "eff. days", "goodput"):
         assert text in html
+
+
+def test_mfu_estimate_refuses_goodput_flags_instead_of_ignoring_them() -> None:
+    r = run_cli(
+        "plan",
+        "train",
+        "llama-3.1-8b",
+        "-a",
+        "h100-sxm",
+        "--gpus",
+        "8",
+        "--tokens",
+        "1T",
+        "--mfu",
+        "0.4",
+        "--failures-per-gpu-day",
+        "0.01",
+    )
+    assert r.returncode == 2
+    assert "--failures-per-gpu-day" in r.stderr and "Traceback" not in r.stderr
+    plain = run_cli(
+        "plan",
+        "train",
+        "llama-3.1-8b",
+        "-a",
+        "h100-sxm",
+        "--gpus",
+        "8",
+        "--tokens",
+        "1T",
+        "--mfu",
+        "0.4",
+    )
+    assert plain.returncode == 0, plain.stderr

@@ -44,6 +44,7 @@ def framework_job_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 def run_train(args: argparse.Namespace) -> int:
     resolve_job(args)
     if args.mfu is not None:
+        _refuse_goodput_flags(args)
         return _first_order(args)
     plan = train_plan_from_args(args)
     doc = plan.to_dict()
@@ -143,6 +144,23 @@ def train_plan_from_args(
         hsdp=args.hsdp,
     )
     return plan_training(model, hw, job, cons)
+
+
+def _refuse_goodput_flags(args: argparse.Namespace) -> None:
+    """--mfu skips the step-time model and the goodput layered on it: say so, never ignore."""
+    from flopwise.cli.job_flags import _GOODPUT, JOB_FLAGS
+    from flopwise.errors import FlopwiseError
+
+    given = [
+        f"--{f.name}"
+        for f in JOB_FLAGS
+        if f.group == _GOODPUT and getattr(args, f.dest, None) not in (None, False, f.default)
+    ]
+    if given:
+        raise FlopwiseError(
+            f"{', '.join(given)} need the step-time model's plan; --mfu gives a first-order "
+            "estimate without goodput (drop --mfu)"
+        )
 
 
 def _first_order(args: argparse.Namespace) -> int:

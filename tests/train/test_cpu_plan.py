@@ -40,3 +40,13 @@ def test_cpu_plan_in_a_dtype_never_measured_says_which_were(
     assert main([*argv, "--gpus", "1", "--tokens", "1B"]) == 2
     err = capsys.readouterr().err
     assert "bf16" in err and "fp32" in err and err.count("\n") == 1
+
+
+def test_text_view_prints_non_numeric_measured_values() -> None:
+    # a CPU plan lists its measured device id ("cpu") beside the numbers; the view printed a
+    # traceback on it (abs() of a string)
+    from flopwise.present.console import fmt_num
+
+    assert fmt_num("cpu") == "cpu"
+    assert fmt_num(1234.5) == "1,234"
+    assert fmt_num(None) == "unknown"

@@ -45,9 +45,11 @@ def table(
     return t
 
 
-def fmt_num(value: float | None, digits: int = 1, unknown: str = "unknown") -> str:
+def fmt_num(value: float | str | None, digits: int = 1, unknown: str = "unknown") -> str:
     if value is None:
         return unknown
+    if isinstance(value, str):  # e.g. a measured device id ("cpu")
+        return value
     if abs(value) >= 1000:
         return f"{value:,.0f}"
     return f"{value:.{digits}f}"

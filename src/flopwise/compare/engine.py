@@ -11,6 +11,7 @@ from flopwise.compare import planners
 from flopwise.compare.candidates import Candidate
 from flopwise.compare.jobs import CompareInferJob, CompareTrainJob
 from flopwise.compare.network import network_check
+from flopwise.compare.overlap import within_error_of_first
 from flopwise.compare.rows import (
     TRAIN_INTERVALS,
     CompareRow,
@@ -41,6 +42,8 @@ class CompareResult:
     rows: tuple[CompareRow, ...]
     excluded: tuple[dict[str, Any], ...]
     chosen: dict[str, Any] | None  # the top row's full plan and hardware, for the report
+    # ranks (1-based) of rows whose 80% interval on the ranking metric overlaps the first's
+    within_error_of_first: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -53,6 +56,8 @@ class CompareResult:
             "rows": [r.to_dict() for r in self.rows],
             "excluded": [dict(e) for e in self.excluded],
             "chosen": self.chosen,
+            "ranking_metric": self.cost_metric if self.sort == "cost" else self.time_metric,
+            "within_error_of_first": list(self.within_error_of_first),
         }
 
 
@@ -319,6 +324,7 @@ def _finish(
 ) -> CompareResult:
     mark_pareto(rows, time_key, cost_key)
     sort_rows(rows, sort, time_key, cost_key)
+    overlap = within_error_of_first(rows, cost_key if sort == "cost" else time_key)
     chosen = None
     if rows:
         top = rows[0]
@@ -342,4 +348,5 @@ def _finish(
         rows=tuple(CompareRow.from_dict(r) for r in rows),
         excluded=tuple(excluded),
         chosen=chosen,
+        within_error_of_first=tuple(i + 1 for i in overlap),
     )

@@ -167,6 +167,14 @@ def show_compare(doc: dict[str, Any]) -> None:
         f"{len(doc['excluded'])} offers cannot run this job (see --json 'excluded')."
     )
     console().print(table(title, cols, rows, right=right, caption=caption))
+    close = doc.get("within_error_of_first") or []
+    if close:
+        ranks = ", ".join(str(i) for i in close[:12]) + (" ..." if len(close) > 12 else "")
+        console().print(
+            f"  within the model's error of the first row (80% ranges of "
+            f"{doc['ranking_metric'].replace('_', ' ')} overlap): rows {ranks}",
+            markup=False,
+        )
     _show_excluded(doc["excluded"])
 
 

@@ -23,3 +23,14 @@ def test_public_api_imports() -> None:
 
     for name in flopwise.__all__:
         assert hasattr(flopwise, name), name
+
+
+def test_every_public_name_resolves_lazily() -> None:
+    import flopwise
+
+    for name in flopwise.__all__:
+        assert getattr(flopwise, name) is not None, name
+    import pytest
+
+    with pytest.raises(AttributeError):
+        _ = flopwise.no_such_name  # type: ignore[attr-defined]

@@ -44,10 +44,11 @@ def expected() -> dict[str, tuple[dict[str, object], str, str]]:
 
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
+    wanted = sorted(expected().items())  # before removing anything the index still names
     for old in OUT.glob("pub-*.json"):
         old.unlink()
     rows = []
-    for ident, (cfg, rid, label) in sorted(expected().items()):
+    for ident, (cfg, rid, label) in wanted:
         (OUT / f"{ident}.json").write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
         rows.append(
             {

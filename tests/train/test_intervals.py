@@ -8,7 +8,8 @@ from importlib import resources
 import pytest
 
 from conftest import run_cli
-from flopwise.plan.train.interval import quantile, step_interval
+from flopwise.plan.train.interval import step_interval
+from flopwise.validate.scoring import quantile
 
 
 def test_quantile_interpolates() -> None:

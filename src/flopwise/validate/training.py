@@ -24,10 +24,10 @@ from flopwise.errors import FlopwiseError
 from flopwise.plan.train.constants import (
     SUSTAINED_COMPUTE_FRACTION,
     fraction_group,
-    sustained_compute_fraction,
 )
-from flopwise.plan.train.interval import INTERVAL_LEVEL, quantile, regime_name
+from flopwise.plan.train.interval import INTERVAL_LEVEL, regime_name
 from flopwise.validate.common import SkippedRow
+from flopwise.validate.scoring import Summary, quantile, summarize
 from flopwise.validate.train_rows import (
     FAMILIES,
     PosedRow,
@@ -145,33 +145,6 @@ def fit_fractions(curves: Sequence[_Curve]) -> dict[str, float]:
 
 
 @dataclass(frozen=True, slots=True)
-class Score:
-    n: int
-    mape_pct: float | None
-    max_abs_error_pct: float | None
-    bias_pct: float | None  # mean signed error
-
-    @staticmethod
-    def of(errors: Sequence[float]) -> Score:
-        if not errors:
-            return Score(0, None, None, None)
-        return Score(
-            len(errors),
-            sum(map(abs, errors)) / len(errors),
-            max(map(abs, errors)),
-            sum(errors) / len(errors),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "mape_pct": self.mape_pct,
-            "max_abs_error_pct": self.max_abs_error_pct,
-            "bias_pct": self.bias_pct,
-        }
-
-
-@dataclass(frozen=True, slots=True)
 class ScoredRow:
     posed: PosedRow
     predicted: float  # shipped constants: what the command prints
@@ -234,12 +207,12 @@ class TrainingValidation:
     folds: dict[str, dict[str, float]] = field(default_factory=dict)  # family -> refit
 
     @property
-    def out_of_sample(self) -> Score:
-        return Score.of([r.error_oos_pct for r in self.rows])
+    def out_of_sample(self) -> Summary:
+        return summarize([r.error_oos_pct for r in self.rows])
 
     @property
-    def in_sample(self) -> Score:
-        return Score.of([r.error_pct for r in self.rows])
+    def in_sample(self) -> Summary:
+        return summarize([r.error_pct for r in self.rows])
 
     def grouped(self, key: Callable[[ScoredRow], str]) -> list[dict[str, Any]]:
         groups: dict[str, list[ScoredRow]] = {}
@@ -250,8 +223,8 @@ class TrainingValidation:
             out.append(
                 {
                     "name": name,
-                    "out_of_sample": Score.of([r.error_oos_pct for r in rs]).to_dict(),
-                    "in_sample": Score.of([r.error_pct for r in rs]).to_dict(),
+                    "out_of_sample": summarize([r.error_oos_pct for r in rs]).to_dict(),
+                    "in_sample": summarize([r.error_pct for r in rs]).to_dict(),
                 }
             )
         return out
@@ -317,8 +290,8 @@ class TrainingValidation:
         }
 
     @property
-    def memory(self) -> Score:
-        return Score.of([e for r in self.rows if (e := r.memory_error_pct) is not None])
+    def memory(self) -> Summary:
+        return summarize([e for r in self.rows if (e := r.memory_error_pct) is not None])
 
     @property
     def not_fitting(self) -> list[str]:
@@ -406,8 +379,3 @@ def validate_training(rows: Sequence[dict[str, str]] | None = None) -> TrainingV
         fitted=fit_fractions(curves),
         folds=folds,
     )
-
-
-def shipped_fraction(accelerator_id: str) -> float:
-    """The compute fraction the planner uses for an accelerator (re-exported for tests)."""
-    return sustained_compute_fraction(accelerator_id)

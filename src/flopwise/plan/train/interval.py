@@ -78,16 +78,3 @@ def step_interval(validated: bool, framework_known: bool, moe: bool) -> StepInte
     if moe:
         note = "no MoE training run is validated: the interval comes from dense runs"
     return StepInterval(float(entry["lo"]), float(entry["hi"]), name, int(entry["n"]), note)
-
-
-def quantile(values: list[float], q: float) -> float:
-    """Linear-interpolated quantile of `values` (0 <= q <= 1)."""
-    xs = sorted(values)
-    if not xs:
-        raise ValueError("no values")
-    pos = q * (len(xs) - 1)
-    i = int(pos)
-    if i + 1 >= len(xs):
-        return xs[-1]
-    w = pos - i
-    return xs[i] * (1 - w) + xs[i + 1] * w

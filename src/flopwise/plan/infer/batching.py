@@ -7,6 +7,11 @@ output_len steps, so B/output_len new requests join per step and their prompts (
 output tokens) are prefilled in the same forward passes as the decode tokens (chunked prefill
 interleaved with decode, as vLLM, SGLang and TensorRT-LLM's in-flight batching do). Output
 throughput is B / step time; TTFT is the service time of a new prompt without queueing.
+
+Engines whose builder sizes them from the job (TensorRT-LLM built by ``trtllm-bench build
+--dataset``) first get those sizes: the running requests are capped at the engine's
+max_batch_size and the activation workspace is sized by its max_num_tokens
+(``trtllm_build.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +29,25 @@ from flopwise.plan.infer.planner import (
     prefill_phase,
     utilisation,
 )
+from flopwise.plan.infer.trtllm_build import EngineBuild, built_engine
+
+
+def sized_context(ctx: Context) -> tuple[Context, EngineBuild | None]:
+    """The context with the engine sized the way its builder sizes it for this job."""
+    job, prec = ctx.job, ctx.precision
+    engine, build = built_engine(
+        ctx.engine,
+        ctx.spec,
+        float(ctx.shard.counts.total),
+        job.tp,
+        job.pp,
+        prec.weight,
+        prec.kv,
+        ctx.hw.memory_bytes,
+        job.input_len,
+        job.output_len,
+    )
+    return (ctx if build is None else replace(ctx, engine=engine)), build
 
 
 def continuous_memory(ctx: Context, batch: int) -> MemoryPlan:
@@ -67,6 +91,7 @@ def max_concurrency(ctx: Context) -> int:
 
 
 def plan_continuous(ctx: Context) -> InferPlan:
+    ctx, build = sized_context(ctx)
     job = ctx.job
     batch = max_concurrency(ctx)
     if batch < 1:
@@ -106,6 +131,21 @@ def plan_continuous(ctx: Context) -> InferPlan:
             f"({'whole request reserved' if ctx.engine.kv_reservation == 'full' else 'paged'}), "
             f"{per_step:,.0f} prompt tokens prefilled per step; "
             "TTFT excludes queueing",
+            *_build_note(build),
         ),
     )
-    return replace(plan, extras={"prefill_tokens_per_step": per_step})
+    extras: dict[str, object] = {"prefill_tokens_per_step": per_step}
+    if build is not None:
+        extras["engine_max_batch_size"] = build.max_batch_size
+        extras["engine_max_num_tokens"] = build.max_num_tokens
+    return replace(plan, extras=extras)
+
+
+def _build_note(build: EngineBuild | None) -> tuple[str, ...]:
+    if build is None:
+        return ()
+    return (
+        f"engine built as trtllm-bench build --dataset sizes it: max_batch_size "
+        f"{build.max_batch_size}, max_num_tokens {build.max_num_tokens} (its estimate: "
+        f"{build.kv_requests_estimate:,.0f} requests fit the KV cache)",
+    )

@@ -67,6 +67,13 @@ class EngineProfile:
     memory_fraction_of: str = "total"
     #: What the engine does around the kernels, in words (batching, prefill, CUDA graphs, KV).
     features: str = ""
+    #: Who sizes the engine's sequence slots and step tokens for a ``--batch max`` job:
+    #: "trtllm-bench" = from the job's lengths as ``trtllm-bench build --dataset`` does
+    #: (plan/infer/trtllm_build.py); "" = max_num_seqs / max_num_tokens as given above.
+    build_sizing: str = ""
+    #: Device bytes the runtime holds per sequence slot per vocabulary entry (logits, decoder and
+    #: sampling buffers sized max_num_seqs x vocab), allocated before the KV cache is sized.
+    slot_bytes_per_vocab: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -84,6 +91,8 @@ class EngineProfile:
             "kv_reservation": self.kv_reservation,
             "memory_fraction_of": self.memory_fraction_of,
             "features": self.features,
+            "build_sizing": self.build_sizing,
+            "slot_bytes_per_vocab": self.slot_bytes_per_vocab,
             "source": self.source,
         }
 
@@ -180,6 +189,7 @@ ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
                 source=_TRTLLM_SRC,
                 kv_reservation="full",
                 memory_fraction_of="free",
+                build_sizing="trtllm-bench",
                 features=(
                     "in-flight batching in the C++ batch manager (context and generation "
                     "requests in one forward pass); paged KV cache; GUARANTEED_NO_EVICT "

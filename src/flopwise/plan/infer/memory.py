@@ -19,6 +19,7 @@ from flopwise.plan.infer.constants import (
     EngineProfile,
 )
 from flopwise.plan.infer.shard import Shard
+from flopwise.plan.infer.trtllm_build import slot_buffer_bytes
 from flopwise.units import GIB
 
 
@@ -72,10 +73,19 @@ class MemoryPlan:
     usable_bytes: float | None
     kv_per_seq_bytes: float  # one sequence of input+output tokens, one GPU
     max_batch: int | None  # largest batch that fits (None when device memory is unknown)
+    #: buffers the runtime sizes per sequence slot (logits, decoder, sampling), see
+    #: EngineProfile.slot_bytes_per_vocab
+    slot_buffers_bytes: float = 0.0
 
     @property
     def total_bytes(self) -> float:
-        return self.weights_bytes + self.kv_bytes + self.workspace_bytes + self.reserved_bytes
+        return (
+            self.weights_bytes
+            + self.kv_bytes
+            + self.workspace_bytes
+            + self.reserved_bytes
+            + self.slot_buffers_bytes
+        )
 
     @property
     def fits(self) -> bool | None:
@@ -87,6 +97,7 @@ class MemoryPlan:
             "kv_cache_gib": self.kv_bytes / GIB,
             "workspace_gib": self.workspace_bytes / GIB,
             "runtime_reserved_gib": self.reserved_bytes / GIB,
+            "slot_buffers_gib": self.slot_buffers_bytes / GIB,
             "total_gib": self.total_bytes / GIB,
             "device_gib": None if self.device_bytes is None else self.device_bytes / GIB,
             "usable_gib": None if self.usable_bytes is None else self.usable_bytes / GIB,
@@ -121,10 +132,12 @@ def plan_memory(
     work = workspace_bytes(sh, tokens, batch, act_bytes)
     # a large batch fills the engine's largest forward pass: size the workspace for it
     largest = workspace_bytes(sh, engine.max_num_tokens, 0, act_bytes)
-    usable = usable_bytes(engine, device_bytes, weights + RUNTIME_RESERVED_BYTES + largest)
+    slots = slot_buffer_bytes(engine, sh.spec.vocab)
+    fixed = weights + RUNTIME_RESERVED_BYTES + largest + slots
+    usable = usable_bytes(engine, device_bytes, fixed)
     max_batch = None
     if usable is not None:
-        free = usable - weights - RUNTIME_RESERVED_BYTES - largest
+        free = usable - fixed
         # attention data parallelism: a rank holds the KV of 1/attn_dp of the sequences
         per = per_seq / sh.attn_dp + sh.logits_out * 4.0
         max_batch = max(0, math.floor(free / per)) if free > 0 else 0
@@ -137,4 +150,5 @@ def plan_memory(
         usable_bytes=usable,
         kv_per_seq_bytes=per_seq,
         max_batch=max_batch,
+        slot_buffers_bytes=slots,
     )

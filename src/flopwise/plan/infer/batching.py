@@ -16,6 +16,7 @@ max_batch_size and the activation workspace is sized by its max_num_tokens
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from flopwise.errors import FlopwiseError
@@ -66,11 +67,13 @@ def continuous_memory(ctx: Context, batch: int) -> MemoryPlan:
 
 
 def kv_tokens_held(ctx: Context) -> float:
-    """KV tokens a running sequence holds: all of input + output when the engine reserves the
-    whole request up front (TensorRT-LLM GUARANTEED_NO_EVICT), else the paged mean."""
+    """KV tokens a running sequence holds: all of input + output, in whole KV blocks, when the
+    engine reserves the whole request up front (TensorRT-LLM GUARANTEED_NO_EVICT), else the
+    paged mean."""
     job = ctx.job
     if ctx.engine.kv_reservation == "full":
-        return float(job.input_len + job.output_len)
+        block = max(1, ctx.engine.kv_block_tokens)
+        return float(math.ceil((job.input_len + job.output_len) / block) * block)
     return job.input_len + job.output_len / 2.0
 
 

@@ -119,27 +119,33 @@ def plan_memory(
     kv_tokens_per_seq: float | None = None,
     extra_weights_bytes: float = 0.0,
     extra_kv_per_seq_bytes: float = 0.0,
+    slot_seqs: int | None = None,
 ) -> MemoryPlan:
     """Memory per GPU for `batch` sequences; `kv_tokens_per_seq` defaults to seq_tokens.
 
     `pass_tokens` is the largest forward pass (capped by engine.max_num_tokens). Continuous
     batching with paged KV passes the mean tokens a running sequence holds instead of the full
-    length. `extra_*` add a draft model's weights and KV.
+    length. `extra_*` add a draft model's weights and KV. `slot_seqs` is the number of sequence
+    slots the runtime allocates buffers for (default: the engine's max_num_seqs; a static batch
+    is built for exactly its batch).
     """
     per_seq = kv_bytes_per_seq_per_gpu(sh, kv_tokens_per_seq or seq_tokens) + extra_kv_per_seq_bytes
     weights = sh.weights_per_gpu_bytes() + extra_weights_bytes
     tokens = min(pass_tokens, engine.max_num_tokens)
-    work = workspace_bytes(sh, tokens, batch, act_bytes)
+    slots = slot_buffer_bytes(engine, sh.spec.vocab, slot_seqs)
+    # logits of the running sequences, unless the runtime holds them per slot already
+    work = workspace_bytes(sh, tokens, 0 if slots else batch, act_bytes)
     # a large batch fills the engine's largest forward pass: size the workspace for it
     largest = workspace_bytes(sh, engine.max_num_tokens, 0, act_bytes)
-    slots = slot_buffer_bytes(engine, sh.spec.vocab)
     fixed = weights + RUNTIME_RESERVED_BYTES + largest + slots
     usable = usable_bytes(engine, device_bytes, fixed)
     max_batch = None
     if usable is not None:
         free = usable - fixed
-        # attention data parallelism: a rank holds the KV of 1/attn_dp of the sequences
-        per = per_seq / sh.attn_dp + sh.logits_out * 4.0
+        # attention data parallelism: a rank holds the KV of 1/attn_dp of the sequences;
+        # fp32 logits per running sequence unless the runtime pre-allocated them per slot
+        logits = 0.0 if slots else sh.logits_out * 4.0
+        per = per_seq / sh.attn_dp + logits
         max_batch = max(0, math.floor(free / per)) if free > 0 else 0
     return MemoryPlan(
         weights_bytes=weights,

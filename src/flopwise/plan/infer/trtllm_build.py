@@ -148,8 +148,10 @@ def built_engine(
     return sized, build
 
 
-def slot_buffer_bytes(engine: EngineProfile, vocab: int) -> float:
-    """Runtime and decoder buffers sized per sequence slot (max_num_seqs x vocab entries)."""
-    if engine.max_num_seqs is None:
+def slot_buffer_bytes(engine: EngineProfile, vocab: int, seqs: int | None = None) -> float:
+    """Runtime and decoder buffers sized per sequence slot (`seqs`, default the engine's
+    max_num_seqs, x vocab entries)."""
+    slots = engine.max_num_seqs if seqs is None else seqs
+    if slots is None:
         return 0.0
-    return engine.max_num_seqs * vocab * engine.slot_bytes_per_vocab
+    return slots * vocab * engine.slot_bytes_per_vocab

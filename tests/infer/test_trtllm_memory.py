@@ -117,3 +117,18 @@ def test_trtllm_kv_budget_is_ninety_percent_of_what_weights_and_buffers_leave() 
     assert plan.batch == math.floor(kv_budget / per_seq)
     assert plan.memory.fits is True
     assert plan.extras["engine_max_batch_size"] == 64
+
+
+def test_running_requests_fit_the_engines_token_budget() -> None:
+    # 8B fp8 on H200 at 2048/128: each step carries B decode tokens + B x 16 prompt tokens,
+    # so B <= max_num_tokens / 17 ("Max Runtime Tokens" of the trtllm-bench report)
+    spec = load_model("llama-3.1-8b")
+    hw = hardware_from_catalog("h200-sxm")
+    job = InferJob(
+        input_len=2048, output_len=128, batch=None, tp=1, weight_dtype="fp8", kv_dtype="fp8",
+        engine="tensorrt-llm",
+    )  # fmt: skip
+    plan = plan_inference(spec, hw, job)
+    tokens = plan.extras["engine_max_num_tokens"]
+    assert plan.batch <= tokens // 17
+    assert plan.batch <= plan.extras["engine_max_batch_size"]

@@ -90,6 +90,13 @@ def max_concurrency(ctx: Context) -> int:
         best = max(0, int(best * 0.98))
     if ctx.engine.max_num_seqs is not None:
         best = min(best, ctx.engine.max_num_seqs)
+    if ctx.engine.build_sizing:
+        # the step's tokens (B decode + B x input/output prefill) fit the engine's token
+        # budget ("Max Runtime Tokens"); the scheduler holds new prompts back otherwise
+        job = ctx.job
+        best = min(
+            best, math.floor(ctx.engine.max_num_tokens / (1 + job.input_len / job.output_len))
+        )
     return best
 
 

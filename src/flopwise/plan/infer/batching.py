@@ -90,20 +90,25 @@ def max_concurrency(ctx: Context) -> int:
         best = max(0, int(best * 0.98))
     if ctx.engine.max_num_seqs is not None:
         best = min(best, ctx.engine.max_num_seqs)
+    return best
+
+
+def steady_concurrency(ctx: Context) -> int:
+    """Running sequences in the steady state: what fits, and for engines sized by their builder
+    also what the engine's token budget carries ("Max Runtime Tokens": each step holds B decode
+    tokens and B x input/output prompt tokens, and the scheduler holds new prompts back)."""
+    best = max_concurrency(ctx)
     if ctx.engine.build_sizing:
-        # the step's tokens (B decode + B x input/output prefill) fit the engine's token
-        # budget ("Max Runtime Tokens"); the scheduler holds new prompts back otherwise
         job = ctx.job
-        best = min(
-            best, math.floor(ctx.engine.max_num_tokens / (1 + job.input_len / job.output_len))
-        )
+        budget = ctx.engine.max_num_tokens / (1 + job.input_len / job.output_len)
+        best = min(best, max(1, math.floor(budget)))
     return best
 
 
 def plan_continuous(ctx: Context) -> InferPlan:
     ctx, build = sized_context(ctx)
     job = ctx.job
-    batch = max_concurrency(ctx)
+    batch = steady_concurrency(ctx)
     if batch < 1:
         raise FlopwiseError(fit_suggestion(ctx.spec, ctx.hw, job))
     per_step = batch * job.input_len / job.output_len

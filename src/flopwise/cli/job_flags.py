@@ -432,9 +432,9 @@ JOB_FLAGS: list[JobFlag] = [
     JobFlag(
         "num-requests",
         "an offline batch: N requests arrive at once and run by in-flight batching; plans "
-        "the whole run (ramp-up and drain included): makespan, tokens/s, cost",
+        "the whole run (ramp-up and drain included): makespan, tokens/s, cost; compare: "
+        "each offer's instance processes all N, ranked by makespan / cost of the batch",
         kinds=_I,
-        doors=_PLAN,
         parse=_positive_int,
         metavar="N",
         exclusive="mode",

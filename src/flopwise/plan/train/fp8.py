@@ -305,25 +305,33 @@ def linear_time_s(
     hw: Hardware,
     recipe: Fp8Recipe | None,
     fused: bool = False,
+    launches: bool = True,
 ) -> float:
     """Forward + backward seconds of one stand-alone linear, (m x k) @ (k x n): the three
     GEMMs at the shape model's rate (plan/gemm.py), in bf16 when `recipe` is None, else in FP8
-    with the recipe's casts at the achievable HBM bandwidth and a launch per cast kernel (what
-    torchao's float8 linear microbenchmark times, benchmarks/float8/float8_roofline.py)."""
+    with the recipe's casts at the achievable HBM bandwidth, one launch per cast kernel.
+
+    ``launches=False`` counts GPU kernel time only, as torchao's float8 linear microbenchmark
+    does (benchmarks/float8/float8_roofline.py sums kernel durations from the profiler): GEMM
+    kernels without their launch, and each cast kernel at least KERNEL_FILL_DRAIN_S."""
     from flopwise.plan.efficiency import KERNEL_LAUNCH_S
-    from flopwise.plan.gemm import bandwidth_bytes_per_s, gemm_time_s
+    from flopwise.plan.gemm import bandwidth_bytes_per_s, gemm_estimate
+    from flopwise.plan.gemm_constants import KERNEL_FILL_DRAIN_S
+
+    def gemm(a: int, b: int, c: int, dtype: str) -> float:
+        est = gemm_estimate(a, b, c, hw, dtype)
+        return est.time_s if launches else est.kernel_s
 
     if recipe is None:
-        return (
-            gemm_time_s(m, n, k, hw, "bf16")
-            + gemm_time_s(m, k, n, hw, "bf16")
-            + gemm_time_s(k, n, m, hw, "bf16")
-        )
-    gemms = gemm_time_s(m, n, k, hw, "fp8") / recipe.fwd_gemm_fraction
-    gemms += gemm_time_s(m, k, n, hw, "fp8") / recipe.dgrad_gemm_fraction
-    gemms += gemm_time_s(k, n, m, hw, recipe.wgrad_dtype)
+        return gemm(m, n, k, "bf16") + gemm(m, k, n, "bf16") + gemm(k, n, m, "bf16")
+    gemms = gemm(m, n, k, "fp8") / recipe.fwd_gemm_fraction
+    gemms += gemm(m, k, n, "fp8") / recipe.dgrad_gemm_fraction
+    gemms += gemm(k, n, m, recipe.wgrad_dtype)
     cast = linear_cast_bytes(m, k, n, recipe, fused=fused, weight_cast=True)
-    return gemms + cast.total / bandwidth_bytes_per_s(hw) + cast.kernels * KERNEL_LAUNCH_S
+    cast_s = cast.total / bandwidth_bytes_per_s(hw)
+    if launches:
+        return gemms + cast_s + cast.kernels * KERNEL_LAUNCH_S
+    return gemms + max(cast_s, cast.kernels * KERNEL_FILL_DRAIN_S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,9 +377,10 @@ def layer_cast_cost(
     fwd_bytes += w_bytes / 2
     bwd_bytes += w_bytes / 2
     if recipe.bwd_output_rescale:
-        # data-gradient outputs (M x K per projection: Q, K, V and gate, up are separate
-        # linears in torchtitan's Llama) and weight-gradient outputs (K x N), read + written
-        in_proj = 2 if m.is_mla else 3
-        dgrad = (in_proj + mult) * h + attn_in + width / tp
+        # data-gradient outputs (M x K per input projection GEMM) and weight-gradient outputs
+        # (K x N), read + written
+        separate = ctx.job.profile.separate_projections
+        in_proj = (2 if m.is_mla else 3) + mult if separate else 2
+        dgrad = in_proj * h + attn_in + width / tp
         bwd_bytes += (dgrad * t + weights) * 2 * _B16
     return LayerCastCost(fwd_s=fwd_bytes / ctx.bw_bytes_s, bwd_s=bwd_bytes / ctx.bw_bytes_s)

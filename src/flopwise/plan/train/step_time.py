@@ -103,11 +103,25 @@ def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) 
 
         cols = attention_params(m) / h - m.heads * m.v_head_dim
         qkv = _gemm(ctx, t, cols / tp, h)
+    elif ctx.job.profile.separate_projections:
+        # three GEMMs sharing one input (torchtitan's Llama: wq, wk, wv nn.Linear)
+        parts = (
+            _gemm(ctx, t, m.heads * m.head_dim / tp, h),
+            _gemm(ctx, t, kv_local * m.head_dim, h),
+            _gemm(ctx, t, kv_local * m.v_head_dim, h),
+        )
+        qkv = (sum(p[0] for p in parts), sum(p[1] for p in parts))
     else:
         qkv = _gemm(ctx, t, (m.heads * m.head_dim) / tp + kv_local * (m.head_dim + m.v_head_dim), h)
     out = _gemm(ctx, t, h, m.heads * m.v_head_dim / tp)
     mult = 2 if m.gated_mlp else 1
-    dense_mlp = [_gemm(ctx, t, mult * m.ffn / tp, h), _gemm(ctx, t, h, m.ffn / tp)] if m.ffn else []
+    if ctx.job.profile.separate_projections:
+        # gate and up projections as two GEMMs (torchtitan's FeedForward: w1, w3)
+        up = _gemm(ctx, t, m.ffn / tp, h)
+        dense_up = (mult * up[0], mult * up[1])
+    else:
+        dense_up = _gemm(ctx, t, mult * m.ffn / tp, h)
+    dense_mlp = [dense_up, _gemm(ctx, t, h, m.ffn / tp)] if m.ffn else []
     moe_mlp: list[tuple[float, float]] = []
     if m.is_moe:
         local = m.experts // ep

@@ -248,9 +248,7 @@ def get_fp8_recipe(name: str) -> Fp8Recipe:
     """The recipe called `name`, or a one-line error naming the valid ones."""
     r = FP8_RECIPES.get(name)
     if r is None:
-        raise FlopwiseError(
-            f"fp8 recipe {name!r} is not one of {', '.join(FP8_RECIPE_NAMES)}"
-        )
+        raise FlopwiseError(f"fp8 recipe {name!r} is not one of {', '.join(FP8_RECIPE_NAMES)}")
     return r
 
 

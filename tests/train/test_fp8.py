@@ -163,7 +163,7 @@ def test_published_rows_pass_the_recipe_they_name() -> None:
 def test_plan_json_names_the_recipe_it_used() -> None:
     model = load_model("llama-3.1-8b")
     hw = hardware_from_catalog("h100-sxm", "dgx-h100")
-    lay = LayoutConstraints(tp=1, pp=1, dp=8, cp=1, microbatch=1, recompute="none", zero=3)
+    lay = LayoutConstraints(tp=1, pp=1, dp=8, cp=1, microbatch=1, recompute="full", zero=1)
     fp8 = TrainJob(gpus=8, seq_len=4096, global_batch_seqs=8, dtype="fp8", framework="nemo")
     bf16 = TrainJob(gpus=8, seq_len=4096, global_batch_seqs=8, framework="nemo")
     assert plan_training(model, hw, fp8, lay).to_dict()["fp8_recipe"] == "delayed"

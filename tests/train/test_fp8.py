@@ -168,3 +168,21 @@ def test_plan_json_names_the_recipe_it_used() -> None:
     bf16 = TrainJob(gpus=8, seq_len=4096, global_batch_seqs=8, framework="nemo")
     assert plan_training(model, hw, fp8, lay).to_dict()["fp8_recipe"] == "delayed"
     assert plan_training(model, hw, bf16, lay).to_dict()["fp8_recipe"] is None
+
+
+def test_fsdp_gathers_linear_weights_in_fp8_only_with_tensorwise() -> None:
+    from flopwise.plan.train.context import ModelContext
+    from flopwise.plan.train.dp_comm import fsdp_gather_bytes_per_param
+    from flopwise.workload.params import count_params
+
+    model = load_model("llama-3.1-8b")
+    hw = hardware_from_catalog("h100-sxm", "dgx-h100")
+    c = count_params(model)
+    linear = (c.attention + c.mlp) / c.total  # Llama 3.1 8B: 6.98B of 8.03B
+    got = {}
+    for recipe in ("tensorwise", "rowwise", "delayed"):
+        job = TrainJob(gpus=8, seq_len=4096, global_batch_seqs=8, dtype="fp8", fp8_recipe=recipe)
+        got[recipe] = fsdp_gather_bytes_per_param(ModelContext(model, hw, job))
+    assert got["tensorwise"] == pytest.approx(2.0 * (1 - linear) + 1.0 * linear)
+    assert 1.1 < got["tensorwise"] < 1.2  # embeddings and output projection stay 16-bit
+    assert got["rowwise"] == got["delayed"] == 2.0

@@ -147,7 +147,8 @@ UNFUSED_SCORE_BYTES_STORED = 5.0
 #: Fit data (2026-11-22, 199 rows, GEMMs by shape through plan/gemm.py): ga100 from Megatron-LM 2021, BLOOM, llm-foundry and
 #: torchtitan A100 runs; gh100 from NeMo 24.07/long-context, llm-foundry, torchtitan (H100
 #: 500 W parts scaled by efficiency.power_clock_factor) and Trainy H200; TPUs from MaxText.
-SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.78
+#: Refitted 2026-11-22 with the FP8 recipes (plan/train/fp8.py): default 0.78 -> 0.775.
+SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.775
 SUSTAINED_COMPUTE_FRACTION: dict[str, float] = {
     "ga100": 0.81,
     "gh100": 0.70,

@@ -12,7 +12,9 @@ else changes (the GEMM kernel, the tensor-parallel all-gather dtype) is the reci
   dynamic scale per tensor. Inputs and output gradients: an amax pass (read 2 B/element; under
   torch.compile it fuses into the kernel that produced the tensor) and one cast kernel reading
   2 B and writing FP8 row-major and column-major (1 + 1 B). Weights are cast on the FSDP shard
-  before a float8 all-gather, once per gather (not charged: 1/shard of the weight). Under
+  before a float8 all-gather, once per gather (not charged: 1/shard of the weight); FSDP
+  gathers those weights in FP8 (torchao's tensorwise "with float8 all-gather" benchmark
+  setting; torchtitan docs/float8.md's tensorwise command line). Under
   tensor parallelism the sequence-parallel all-gathers carry FP8 (torchtitan docs/float8.md:
   "float8 all-gather ... for TP by default for Float8Linear"), so activations are cast on the
   local shard before the gather.
@@ -27,7 +29,9 @@ else changes (the GEMM kernel, the tensor-parallel all-gather dtype) is the reci
   a separate kernel (read and write 2 B per output element; torchao float8_ops.py
   addmm_float8_unwrapped, pytorch/ao#2184). Tensor-parallel all-gathers stay 16-bit and the
   casts run on the gathered tensor (float8 all-gather for rowwise never landed: pytorch/ao#2145);
-  async-TP fuses no all-gather with a row-wise-scaled matmul (pytorch/pytorch#149990).
+  async-TP fuses no all-gather with a row-wise-scaled matmul (pytorch/pytorch#149990); FSDP
+  gathers 16-bit weights (torchtitan docs/float8.md: "For float8 with rowwise scaling, all
+  distributed communication is done in high precision").
 - **rowwise-gw-hp** (torchao ``rowwise_with_gw_hp``): row-wise forward and data gradient, the
   weight gradient in 16-bit: one FP8 cast per activation/gradient (read 2, write 1), weights
   cast twice (forward row-wise, backward tensor-wise: 3 + 3 B).
@@ -92,6 +96,9 @@ class Fp8Recipe:
     fp8_tp_all_gather: bool
     # async-TP fuses the all-gather with the consuming matmul
     async_tp_fuses_all_gather: bool
+    # FSDP/ZeRO-3 gathers the linear weights in FP8, cast on the shard (torchao
+    # enable_fsdp_float8_all_gather); False: 16-bit gathers
+    fp8_fsdp_all_gather: bool
     fwd_gemm_fraction: float  # rate of the forward GEMM relative to a tensor-wise FP8 GEMM
     dgrad_gemm_fraction: float
     wgrad_dtype: str  # "fp8", or "bf16" when the weight gradient stays 16-bit
@@ -113,6 +120,7 @@ class Fp8Recipe:
             "amax_read_bytes": self.amax_read_bytes,
             "weight_cast_bytes": self.weight_cast_bytes,
             "fp8_tp_all_gather": self.fp8_tp_all_gather,
+            "fp8_fsdp_all_gather": self.fp8_fsdp_all_gather,
             "fwd_gemm_fraction": self.fwd_gemm_fraction,
             "wgrad_dtype": self.wgrad_dtype,
             "bwd_output_rescale": self.bwd_output_rescale,
@@ -139,6 +147,7 @@ _RECIPES: tuple[Fp8Recipe, ...] = (
         weight_cast_kernels=0,
         fp8_tp_all_gather=True,
         async_tp_fuses_all_gather=True,
+        fp8_fsdp_all_gather=True,
         fwd_gemm_fraction=1.0,
         dgrad_gemm_fraction=1.0,
         wgrad_dtype="fp8",
@@ -160,6 +169,7 @@ _RECIPES: tuple[Fp8Recipe, ...] = (
         weight_cast_kernels=3,
         fp8_tp_all_gather=False,
         async_tp_fuses_all_gather=False,
+        fp8_fsdp_all_gather=False,
         fwd_gemm_fraction=ROWWISE_GEMM_FRACTION,
         dgrad_gemm_fraction=1.0,
         wgrad_dtype="fp8",
@@ -186,6 +196,7 @@ _RECIPES: tuple[Fp8Recipe, ...] = (
         weight_cast_kernels=2,
         fp8_tp_all_gather=False,
         async_tp_fuses_all_gather=False,
+        fp8_fsdp_all_gather=False,
         fwd_gemm_fraction=ROWWISE_GEMM_FRACTION,
         dgrad_gemm_fraction=ROWWISE_GEMM_FRACTION,
         wgrad_dtype="bf16",
@@ -205,6 +216,7 @@ _RECIPES: tuple[Fp8Recipe, ...] = (
         weight_cast_kernels=0,
         fp8_tp_all_gather=True,
         async_tp_fuses_all_gather=True,
+        fp8_fsdp_all_gather=False,
         fwd_gemm_fraction=1.0,
         dgrad_gemm_fraction=1.0,
         wgrad_dtype="fp8",
@@ -229,6 +241,7 @@ _RECIPES: tuple[Fp8Recipe, ...] = (
         weight_cast_kernels=0,
         fp8_tp_all_gather=True,
         async_tp_fuses_all_gather=True,
+        fp8_fsdp_all_gather=False,
         fwd_gemm_fraction=1.0,
         dgrad_gemm_fraction=1.0,
         wgrad_dtype="fp8",

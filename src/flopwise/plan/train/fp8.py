@@ -38,7 +38,9 @@ else changes (the GEMM kernel, the tensor-parallel all-gather dtype) is the reci
 - **delayed** (Transformer Engine ``DelayedScaling``, Megatron-Core's and NeMo's default
   ``fp8_recipe``): the scale comes from the amax history, so one fused cast-transpose kernel
   reads 2 B and writes 1 + 1 B, recording the amax as it goes (TE docs: delayed scaling
-  "reduces tensor reads per quantization from two to one"). Weights are cast once per step.
+  "reduces tensor reads per quantization from two to one"). Weights are cast once per step;
+  sequence-parallel all-gathers carry the FP8 copy (TE LayerNormLinear gathers its FP8 norm
+  output).
 - **current** (Transformer Engine ``Float8CurrentScaling``): as delayed plus the amax pass
   (read 2 B) that current scaling needs before the cast.
 
@@ -226,6 +228,8 @@ _RECIPES: tuple[Fp8Recipe, ...] = (
             "quantization instead of two (TransformerEngine#2343)",
             "Megatron-LM --fp8-recipe default 'delayed'; NeMo MegatronMixedPrecision "
             "fp8_recipe default 'delayed'",
+            "TransformerEngine transformer_engine/pytorch/module/layernorm_linear.py (2024): the "
+            "norm writes its output in FP8 and sequence parallelism all-gathers it in FP8",
         ),
     ),
     Fp8Recipe(

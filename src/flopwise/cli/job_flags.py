@@ -114,6 +114,12 @@ def _frameworks() -> tuple[str, ...]:
     return tuple(FRAMEWORKS)
 
 
+def _fp8_recipes() -> tuple[str, ...]:
+    from flopwise.plan.train.fp8 import FP8_RECIPE_NAMES
+
+    return FP8_RECIPE_NAMES
+
+
 _GOODPUT = "goodput (failures, checkpoints, restarts; defaults: catalog failures.csv, storage.csv)"
 _WHERE = "where to run (compare and report)"
 _T, _I = ("train",), ("infer",)
@@ -280,6 +286,15 @@ JOB_FLAGS: list[JobFlag] = [
         "accelerator)",
         kinds=_T,
         choices=("flash", "flash2", "unfused"),
+        group=_FRAMEWORK,
+    ),
+    JobFlag(
+        "fp8-recipe",
+        "FP8 scaling recipe with --dtype fp8 (default: the profile's; torchtitan: tensorwise, "
+        "others: delayed): tensorwise, rowwise, rowwise-gw-hp (torchao), delayed, current "
+        "(Transformer Engine)",
+        kinds=_T,
+        choices=_fp8_recipes(),
         group=_FRAMEWORK,
     ),
     *(

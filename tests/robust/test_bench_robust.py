@@ -275,9 +275,9 @@ import json, sys
 from flopwise.bench.matmul_run import MatmulConfig
 from flopwise.bench.multi import run_matmul_devices
 from flopwise.cli._signals import terminate_as_interrupt
-cfg = MatmulConfig(dtype="fp32", search="grid", m=tuple(range(64, 2049, 64)),
-                   n=tuple(range(64, 2049, 64)), k=(512,), iterations=2, warmup=0,
-                   device_warmup_s=0.0)
+cfg = MatmulConfig(dtype="fp32", search="grid", m=tuple(range(256, 8193, 64)),
+                   n=tuple(range(256, 8193, 64)), k=(1024,), iterations=2, warmup=0,
+                   device_warmup_s=0.0)  # ~15,000 shapes: hours on a CPU
 with terminate_as_interrupt():
     run = run_matmul_devices(cfg, ["cpu", "cpu"], sys.argv[1])
 print(json.dumps(run.to_dict()))

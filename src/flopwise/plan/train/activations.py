@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import cast
 
+from flopwise.workload.remat import POLICIES
+
 from .constants import (
     ACT_BYTES,
     FUSED_LOSS_BYTES_PER_ELEMENT,
@@ -19,6 +21,7 @@ from .constants import (
 )
 from .context import ModelContext
 from .layout import Layout
+from .xla_memory import policy_layer_bytes
 
 #: Recipes that train fp8 GEMMs through Transformer Engine (Megatron-Core, NeMo).
 TE_FP8_RECIPES = frozenset({"mcore-fp8", "nemo-fp8", "fp8-adam"})
@@ -102,6 +105,11 @@ def op_checkpoint_bytes(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool) 
     return per_token * tokens * ACT_BYTES
 
 
+def layer_acts_full(ctx: ModelContext, lay: Layout) -> float:
+    """One layer-microbatch's activations without recompute."""
+    return layer_activation_bytes(ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel)[0]
+
+
 def layer_acts(ctx: ModelContext, lay: Layout) -> tuple[float, float]:
     """(bytes kept per layer-microbatch, one layer's working set rebuilt by full recompute)."""
     key = (lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel)
@@ -112,6 +120,10 @@ def layer_acts(ctx: ModelContext, lay: Layout) -> tuple[float, float]:
             ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel
         )
     full, selective_saves, layer_input = cast("tuple[float, float, float]", hit)
+    if lay.recompute in POLICIES:
+        # MaxText's named remat policies: what stays in HBM, what goes to host, the rest rebuilt
+        kept, working, _host = policy_layer_bytes(ctx, lay, full)
+        return kept, working
     if lay.recompute == "full":
         return layer_input, full
     if lay.recompute == "op":

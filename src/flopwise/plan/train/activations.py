@@ -21,7 +21,7 @@ from .constants import (
 )
 from .context import ModelContext
 from .layout import Layout
-from .xla_memory import policy_layer_bytes
+from .xla_memory import is_xla, policy_layer_bytes
 
 #: Recipes that train fp8 GEMMs through Transformer Engine (Megatron-Core, NeMo).
 TE_FP8_RECIPES = frozenset({"mcore-fp8", "nemo-fp8", "fp8-adam"})
@@ -37,10 +37,11 @@ def layer_activation_bytes(
     h = m.hidden
     kv_local = max(m.kv_heads / tp, 1.0)
     hidden_part = 4.0 * h / (tp if sp else 1)
-    if sp and tp > 1 and ctx.recipe.name.startswith("fsdp"):
+    if sp and tp > 1 and ctx.recipe.name.startswith("fsdp") and not is_xla(ctx):
         # PyTorch tensor parallelism (DTensor SequenceParallel -> ColwiseParallel) all-gathers
         # the norm output and the matmul saves that gathered input; Megatron saves its shard and
-        # re-gathers in the backward (Korthikanti §4.2.2)
+        # re-gathers in the backward (Korthikanti §4.2.2). XLA's SPMD all-gather before a
+        # matmul is a temporary of that matmul, not a residual (xla_memory.py)
         hidden_part += 2.0 * h * (1.0 - 1.0 / tp)
     q = m.heads / tp * m.head_dim
     k = kv_local * m.head_dim

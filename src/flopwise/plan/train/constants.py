@@ -157,9 +157,9 @@ SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.78
 SUSTAINED_COMPUTE_FRACTION: dict[str, float] = {
     "ga100": 0.81,
     "gh100": 0.70,
-    "tpu-v5e": 1.11,
+    "tpu-v5e": 1.155,
     "tpu-v5p": 0.965,
-    "tpu-v6e": 0.70,
+    "tpu-v6e": 0.84,
 }
 
 #: Die of each accelerator-id prefix: the unit the fraction is fitted per. A part of the same

@@ -19,7 +19,8 @@ from flopwise.plan.train import Layout, TrainJob
 from flopwise.plan.train.activations import layer_acts
 from flopwise.plan.train.context import ModelContext
 from flopwise.plan.train.memory import memory_breakdown
-from flopwise.validate.train_rows import load_training_runs, maxtext_remat
+from flopwise.validate.train_remat import maxtext_remat
+from flopwise.validate.train_rows import load_training_runs
 from flopwise.workload.flops import train_flops_per_token
 from flopwise.workload.hf import load_model
 from flopwise.workload.remat import parse_remat_tensors, residual_elements

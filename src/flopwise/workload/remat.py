@@ -124,8 +124,8 @@ def policy_sets(
         return frozenset(device), frozenset(offload)
     if policy not in PRESETS:
         raise FlopwiseError(f"remat policy {policy!r} is not one of {', '.join(POLICIES)}")
-    device, offload = PRESETS[policy]
-    return device | {"decoder_layer_input"}, offload
+    kept, moved = PRESETS[policy]
+    return kept | {"decoder_layer_input"}, moved
 
 
 def _mlp_width(spec: ModelSpec) -> float:

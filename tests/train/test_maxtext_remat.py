@@ -185,3 +185,17 @@ def test_cli_plans_a_maxtext_policy_with_host_offload() -> None:
     )  # fmt: skip
     assert bad.returncode == 2
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_maxtext_search_tries_its_own_remat_policies(llama70) -> None:  # type: ignore[no-untyped-def]
+    from flopwise.plan.train import LayoutConstraints, plan_training
+    from flopwise.plan.train.frameworks import get_profile
+
+    modes = get_profile("maxtext").recompute_modes
+    assert modes is not None and "minimal" in modes and "selective" not in modes
+    # host offloading is chosen only when asked: its copies' time is not modelled
+    assert not any("offload" in m for m in modes)
+    job = TrainJob(gpus=512, seq_len=4096, global_batch_seqs=2048, tokens=1e12, framework="maxtext")
+    cons = LayoutConstraints(tp=1, pp=1, dp=512, cp=1, zero=3)
+    plan = plan_training(llama70, hardware_from_catalog("tpu-v5p"), job, cons)
+    assert plan.best.layout.recompute in modes

@@ -17,7 +17,11 @@
   the reduce-scatter, are live at once (PyTorch FSDP prefetches a second layer).
 - Remat policies (workload/remat.py) keep some named tensors in HBM, move some to pinned host
   memory (``offload_dst="pinned_host"``) and recompute the rest; an offloaded tensor comes back
-  to HBM for its layer's backward, and the next layer's is fetched meanwhile.
+  to HBM for its layer's backward, and the next layer's is fetched meanwhile. The copies'
+  time is not modelled: the step time assumes XLA hides them under compute, as MaxText's
+  HOST_OFFLOAD_FLAGS schedule them (benchmarks/xla_flags_library.py); the catalog has no
+  sourced TPU host-link bandwidth to check that against, so the search never picks an
+  offloading policy by itself (frameworks.py).
 """
 
 from __future__ import annotations

@@ -306,7 +306,7 @@ def memory_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> Memor
     kept, working = layer_acts(ctx, lay)
     logits = logits_bytes(ctx, lay)
     cap, frag, fixed = ctx.capacity_bytes, ALLOCATOR_FRAGMENTATION, FRAMEWORK_FIXED_BYTES
-    if ctx.hw.id.startswith("tpu"):
+    if is_xla(ctx):
         # XLA on TPU assigns buffers statically at compile time: no CUDA context, NCCL
         # buffers or caching allocator (JAX's bytes_limit is the HBM XLA may plan into)
         frag, fixed = 0.0, 0.0

@@ -25,6 +25,7 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
         models.load_model_index,
         models._alias_index,
         systems.load_systems,
+        systems._by_key,
     )
     for c in caches:
         c.cache_clear()

@@ -167,6 +167,15 @@ def test_train_report_table_filter_sort_and_charts(browser: Any, tmp_path: Path)
         assert page.locator(f"{chart} svg rect.bar").count() == len(positive)
     assert page.locator("#roofline-chart svg path.roof").count() == 1
     assert page.locator("#roofline-chart svg circle").count() == 2  # measured matmul + memory
+    # offers whose 80% ranges overlap the first's are named, not ranked as settled
+    close = doc.get("within_error_of_first") or []
+    note = page.text_content("#table-note") or ""
+    if close:
+        assert "Within the model's error of the first row" in note
+        assert page.locator("#offers tbody tr.close").count() == len(close)
+        assert rows[close[0] - 1]["instance"] in note
+    else:
+        assert "No other row's 80% range" in note
     # benchmark history from the store
     assert page.locator("#history tbody tr").count() == 3
     assert "712" in page.text_content("#history tbody")

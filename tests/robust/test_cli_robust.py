@@ -50,7 +50,12 @@ def _one_line_error(code: int, out: str, err: str, needle: str) -> None:
 
 
 def _clear_caches() -> None:
-    for c in (accelerators.load_accelerators, accelerators._alias_index, systems.load_systems):
+    for c in (
+        accelerators.load_accelerators,
+        accelerators._alias_index,
+        systems.load_systems,
+        systems._by_key,
+    ):
         c.cache_clear()
 
 

@@ -95,10 +95,20 @@ def load_systems() -> Mapping[str, System]:
 
 def get_system(name: str) -> System:
     key = normalize_key(name)
+    system = _by_key().get(key)
+    if system is None:
+        raise unknown("system", name, load_systems().keys())
+    return system
+
+
+@cache
+def _by_key() -> Mapping[str, System]:
+    """Every system by each of its normalised names (first in catalog order wins)."""
+    out: dict[str, System] = {}
     for system in load_systems().values():
-        if key in {normalize_key(n) for n in (system.id, system.name, *system.aliases)}:
-            return system
-    raise unknown("system", name, load_systems().keys())
+        for n in (system.id, system.name, *system.aliases):
+            out.setdefault(normalize_key(n), system)
+    return MappingProxyType(out)
 
 
 def systems_for(accelerator_id: str) -> list[System]:

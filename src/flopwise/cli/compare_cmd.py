@@ -148,7 +148,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
             f"{model.name}'s context of {model.max_seq_len} tokens"
         )
     ijob = CompareInferJob(
-        batch=None if args.batch == "max" else args.batch,
+        batch=None if args.batch == "max" else (args.batch or 1),
         input_len=args.input_len,
         output_len=args.output_len,
         weight_dtype=args.weight_dtype,

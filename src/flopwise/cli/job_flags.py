@@ -446,11 +446,21 @@ JOB_FLAGS: list[JobFlag] = [
     JobFlag("pp", "pipeline-parallel degree", kinds=_I, parse=_positive_int, metavar="N"),
     JobFlag(
         "batch",
-        "static batch per replica, or 'max' for steady-state continuous batching (default 1)",
+        "static batch per replica, or 'max' for steady-state continuous batching (default 1); "
+        "with --num-requests: how many run at once (default max)",
         kinds=_I,
         parse=_batch,
-        default=1,
         metavar="N|max",
+    ),
+    JobFlag(
+        "num-requests",
+        "an offline batch: N requests arrive at once and run by in-flight batching; plans "
+        "the whole run (ramp-up and drain included): makespan, tokens/s, cost",
+        kinds=_I,
+        doors=_PLAN,
+        parse=_positive_int,
+        metavar="N",
+        exclusive="mode",
     ),
     JobFlag(
         "input-len",

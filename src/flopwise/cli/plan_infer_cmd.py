@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     job = InferJob(
         input_len=args.input_len,
         output_len=args.output_len,
-        batch=None if args.batch == "max" else args.batch,
+        batch=_batch(args.batch, args.num_requests),
         tp=tp,
         pp=pp,
         replicas=replicas,
@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         price_per_gpu_hour=args.price_per_gpu_hour,
         ep=args.ep,
         attention_dp=args.attention_dp,
+        num_requests=args.num_requests,
     )
     hw_doc = {
         "id": hw.id,
@@ -84,6 +85,14 @@ def run(args: argparse.Namespace) -> int:
     from flopwise.cli._fit import EXIT_DOES_NOT_FIT
 
     return EXIT_DOES_NOT_FIT if doc.get("fits") is False else 0
+
+
+def _batch(batch: int | str | None, num_requests: int | None) -> int | None:
+    """--batch: 'max' is None; not given is 1 for one request at a time, 'max' for an offline
+    batch (--num-requests: as many running at once as fit)."""
+    if batch == "max" or (batch is None and num_requests is not None):
+        return None
+    return 1 if batch is None else int(batch)
 
 
 def _emit(args: argparse.Namespace, doc: dict[str, Any], kind: str) -> None:

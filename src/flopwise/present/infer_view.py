@@ -28,6 +28,22 @@ def _range(doc: dict[str, Any], metric: str, digits: int = 1) -> str:
     return f" ({fmt_num(iv[0], digits)}–{fmt_num(iv[1], digits)})"
 
 
+def _offline_rows(run: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The whole offline batch: when it is done, how full the engine ran, what it costs."""
+    if not run:
+        return []
+    span = run["makespan_s"]
+    done = f"{fmt_num(span / 60, 1)} min" if span >= 120 else f"{fmt_num(span, 1)} s"
+    return [
+        (
+            "offline batch",
+            f"{run['num_requests']:,} requests per replica done in {done}; "
+            f"{fmt_num(run['mean_running'])} decoding on average (ramp-up and drain included)",
+        ),
+        ("cost of the batch", _money(run.get("cost_usd"))),
+    ]
+
+
 def show_plan(doc: dict[str, Any]) -> None:
     job, mem, prec = doc["job"], doc["memory"], doc["precision"]
     if doc.get("fits") is False:
@@ -35,9 +51,11 @@ def show_plan(doc: dict[str, Any]) -> None:
             f"[bold red]does not fit:[/] {doc['memory_per_gpu_gib']:,.1f} GiB per GPU needed; "
             "the latencies below are what it would take if it did"
         )
-    batch = f"{doc['batch']}" + (
-        " (continuous, max that fits)" if doc["mode"] == "continuous" else ""
-    )
+    batch = f"{doc['batch']}" + {
+        "continuous": " (continuous, max that fits)",
+        "offline": " at most running at once (in-flight batching)",
+    }.get(doc["mode"], "")
+    queued = " incl. queueing" if doc["mode"] == "offline" else ""
     layout = f"{job['gpus']} x {doc['accelerator']} (tp {job['tp']}, pp {job['pp']}"
     layout += f", {job['replicas']} replicas)" if job["replicas"] > 1 else ")"
     rows = [
@@ -49,12 +67,15 @@ def show_plan(doc: dict[str, Any]) -> None:
             f"GEMMs {prec['activation']}",
         ),
         ("lengths", f"{job['input_len']} in, {job['output_len']} out; batch {batch}"),
-        ("time to first token", f"{fmt_num(doc['ttft_ms'])} ms{_range(doc, 'ttft_ms')}"),
+        (
+            "time to first token" + (" (mean)" if queued else ""),
+            f"{fmt_num(doc['ttft_ms'])} ms{_range(doc, 'ttft_ms')}{queued}",
+        ),
         (
             "time per output token",
             f"{fmt_num(doc['tpot_ms'], 2)} ms{_range(doc, 'tpot_ms', 2)}",
         ),
-        ("end-to-end latency", f"{fmt_num(doc['e2e_latency_s'], 2)} s"),
+        ("end-to-end latency", f"{fmt_num(doc['e2e_latency_s'], 2)} s{queued}"),
         (
             "output tokens/s",
             f"{fmt_num(doc['output_tokens_per_s'])}{_range(doc, 'output_tokens_per_s')} "
@@ -70,6 +91,7 @@ def show_plan(doc: dict[str, Any]) -> None:
         ),
         ("MBU / MFU", f"{_pct(doc['mbu'])} / {_pct(doc['mfu'])}"),
         ("cost per 1M output tokens", _money(doc["cost_per_million_output_tokens"])),
+        *_offline_rows(doc.get("offline")),
     ]
     c = console()
     c.print(table(f"Inference plan — {doc['engine']['name']} engine class", ["", ""], rows))

@@ -71,6 +71,7 @@ def _plan_row(row: PosedRow, engine_name: str, fraction: float) -> dict[str, flo
         weight_dtype=row.weight_dtype,
         kv_dtype=row.kv_dtype,
         engine=engine_name,
+        num_requests=row.num_requests,
     )
     engine = replace(get_engine(engine_name), fp8_gemm_fraction=fraction)
     plan = plan_inference(

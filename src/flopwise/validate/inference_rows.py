@@ -11,8 +11,9 @@ How each source is posed (see NOTES.md "Inference rows"):
   ``--batch B``. The first-token rows ran batch 1 with output length 1.
 - ``trtllm014`` (perf-overview 0.14.0, ``trtllm-bench throughput``: every request of fixed
   ISL/OSL queued at once, in-flight batching, output tokens/s under maximum load; the engine
-  picks the running batch): ``--batch max``, flopwise's steady state of continuous batching at
-  the largest concurrency that fits (and that the engine profile allows).
+  picks the running batch): ``--num-requests N`` with N the dataset size the row states (1,000 to
+  30,000 requests), an offline batch run by in-flight batching at the largest concurrency that
+  fits (and that the engine profile allows), ramp-up and drain included.
 - ``sglang030`` (ShareGPT, request rates) and ``lambda_vllm054`` (lengths not stated): skipped.
 
 FP8 rows are fp8 weights, activations and KV cache (TensorRT-LLM perf docs: "If you specify FP8
@@ -23,6 +24,7 @@ PCIe cards (L40S, A100 PCIe) run TP inside one 8-GPU PCIe server, named with ``-
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -103,6 +105,7 @@ class PosedRow:
     engine: str
     measured: Mapping[str, float] = field(default_factory=dict)
     note: str = ""
+    num_requests: int | None = None  # an offline batch of this many requests (--num-requests)
 
     @property
     def is_moe(self) -> bool:
@@ -115,7 +118,10 @@ class PosedRow:
         if self.system:
             parts += ["--system", self.system]
         parts += ["--tp", str(self.tp), "--gpus", str(self.gpus)]
-        parts += ["--batch", "max" if self.batch is None else str(self.batch)]
+        if self.num_requests is not None:
+            parts += ["--num-requests", str(self.num_requests)]
+        else:
+            parts += ["--batch", "max" if self.batch is None else str(self.batch)]
         parts += ["--input-len", str(self.input_len), "--output-len", str(self.output_len)]
         parts += ["--weight-dtype", self.weight_dtype, "--kv-dtype", self.kv_dtype]
         parts += ["--engine", self.engine]
@@ -147,6 +153,15 @@ def _int(text: str) -> int | None:
         return int(float(text)) if text.strip() else None
     except ValueError:
         return None
+
+
+#: How a row states the size of its offline dataset (trtllm-bench: all requests queued at once).
+_REQUESTS = re.compile(r"(\d[\d,]*) requests of fixed ISL/OSL issued at once")
+
+
+def _num_requests(notes: str) -> int | None:
+    m = _REQUESTS.search(notes)
+    return int(m.group(1).replace(",", "")) if m else None
 
 
 def _precision(label: str) -> tuple[str, str, str] | None:
@@ -228,6 +243,7 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
         engine=engine,
         measured=MappingProxyType(measured),
         note=prec[2],
+        num_requests=_num_requests(r.get("notes", "")) if continuous else None,
     )
 
 

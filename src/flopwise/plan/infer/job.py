@@ -58,6 +58,9 @@ class InferJob:
     price_per_gpu_hour: float | None = None
     ep: int = 1  # expert-parallel degree inside the TP group (MoE); must divide tp
     attention_dp: bool = False  # attention data-parallel over the TP group (MoE serving)
+    #: an offline batch of this many requests arriving at once (``offline.py``); ``batch`` then
+    #: caps how many run at once (None: as many as fit)
+    num_requests: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("input_len", "output_len", "tp", "pp", "replicas", "ep"):
@@ -66,6 +69,12 @@ class InferJob:
                 raise FlopwiseError(f"{name} must be a positive integer, got {value!r}")
         if self.batch is not None and (not isinstance(self.batch, int) or self.batch < 1):
             raise FlopwiseError(f"batch must be a positive integer or 'max', got {self.batch!r}")
+        if self.num_requests is not None and (
+            not isinstance(self.num_requests, int) or self.num_requests < 1
+        ):
+            raise FlopwiseError(
+                f"num_requests must be a positive integer, got {self.num_requests!r}"
+            )
         if self.tp % self.ep:
             raise FlopwiseError(
                 f"--ep {self.ep} must divide --tp {self.tp} (experts are split over ep groups "
@@ -118,6 +127,7 @@ class InferJob:
             "engine": self.engine,
             "ep": self.ep,
             "attention_dp": self.attention_dp,
+            "num_requests": self.num_requests,
             "price_per_gpu_hour": self.price_per_gpu_hour,
         }
 

@@ -1,6 +1,8 @@
 """``plan_inference``: latency, throughput, memory and cost of serving a model.
 
-A fixed ``batch`` is static batching (all requests arrive together, are prefilled together and
+``num_requests`` plans an offline batch of that many requests arriving at once, run by
+in-flight batching with ``batch`` (or as many as fit) running at a time (``offline.py``).
+Otherwise a fixed ``batch`` is static batching (all requests arrive together, are prefilled together and
 decode together, the way ``gptSessionBenchmark``-style benchmarks run): TTFT is the prefill of
 the whole batch, TPOT the mean decode step over the generation, throughput batch x output / E2E.
 ``batch=None`` is the steady state of continuous batching at the largest concurrency that fits
@@ -172,7 +174,7 @@ class InferPlan:
     model: str
     accelerator: str
     job: InferJob
-    mode: str  # "static" | "continuous"
+    mode: str  # "static" | "continuous" | "offline"
     batch: int
     precision: Precision
     engine: EngineProfile
@@ -391,15 +393,22 @@ def plan_inference(
     ``job.engine`` (Python API: a custom engine; cross-validation: refitted constants).
     """
     ctx = make_context(model, hardware, job, engine)
-    if job.batch is None:
+    if job.num_requests is not None:
+        from flopwise.plan.infer.offline import plan_offline
+
+        plan = plan_offline(ctx, job.num_requests)
+    elif job.batch is None:
         from flopwise.plan.infer.batching import plan_continuous
 
         plan = plan_continuous(ctx)
     else:
         plan = plan_static(ctx, job.batch)
+    intervals = plan_intervals(hardware.id, ctx.engine.name, model.is_moe)
+    if plan.mode == "offline":  # TTFT there is mostly queueing, which no interval was fit on
+        intervals = {k: v for k, v in intervals.items() if k != "ttft_ms"}
     plan = replace(
         plan,
-        intervals=plan_intervals(hardware.id, ctx.engine.name, model.is_moe),
+        intervals=intervals,
         assumptions=(*plan.assumptions, *validation_assumptions(hardware.id)),
     )
     if draft is not None:

@@ -178,6 +178,14 @@
     var note = document.getElementById("table-note");
     note.textContent = "★ = Pareto-optimal: no other row is both faster and cheaper. Network: the offer's published inter-node bandwidth against the node type the plan describes (matches / slower / faster; unknown = not published, the plan then assumes the node type's NICs). Hover a figure for its source and date; click a column to sort." +
       (TRAIN ? " * = planned at a different chip count than asked (accelerator sold in fixed slices): hover GPUs." : " Batch: " + (CMP.job.batch_rule || "") + ".");
+    var close = CMP.within_error_of_first || [];
+    if (close.length) {
+      var first = CMP.rows[0], metric = String(CMP.ranking_metric || "").replace(/_/g, " ");
+      var names = close.map(function (rank) { var r = CMP.rows[rank - 1]; return r ? "#" + rank + " " + r.provider + " " + r.instance : "#" + rank; });
+      note.textContent += " Within the model's error of the first row (" + first.provider + " " + first.instance + "): the 80% ranges of " + metric + " overlap for " + names.join(", ") + "; the ranking between them is not settled.";
+    } else if (CMP.rows.length > 1 && CMP.ranking_metric) {
+      note.textContent += " No other row's 80% range of " + String(CMP.ranking_metric).replace(/_/g, " ") + " overlaps the first row's.";
+    }
     var ex = document.getElementById("excluded");
     document.getElementById("excluded-summary").textContent = CMP.excluded.length + " offers cannot run this job";
     CMP.excluded.forEach(function (e) { ex.appendChild(el("li", {}, e.provider + " " + e.instance + ": " + e.reason)); });
@@ -191,6 +199,7 @@
       var tr = el("tr", { "data-index": String(idx) });
       if (r.pareto) tr.classList.add("pareto");
       if (idx === 0) tr.classList.add("chosen");
+      if ((CMP.within_error_of_first || []).indexOf(idx + 1) >= 0) tr.classList.add("close");
       COLS.forEach(function (c) {
         var attrs = c[2] ? { "class": "num" } : {};
         if (c[4]) attrs.title = c[4](r);

@@ -1,0 +1,271 @@
+"""``--num-requests N``: an offline batch of N requests that all arrive at once.
+
+This is how offline throughput benchmarks run (``trtllm-bench throughput`` feeds a fixed dataset
+at an infinite rate; vLLM's ``benchmark_throughput.py`` likewise) and how a team processes a
+fixed set of prompts. The steady state of ``--batch max`` (``batching.py``) is only part of such
+a run: the engine first fills its running batch a few prompts per forward pass (its token budget
+per pass, ``max_num_tokens``, holds the decode tokens plus whole prompts), and once the queue is
+empty the running batch drains over the last output_len passes with fewer and fewer sequences.
+When N is not much larger than the concurrency that fits, the ramp and the drain are a large
+share of the run; when N is smaller than it, the batch never reaches it.
+
+The run is simulated pass by pass as the engine schedules it (first come first served, whole
+prompts admitted while the running batch has room and the pass has token budget, each request
+holding its slot for output_len passes), with each pass timed by the same roofline as every other
+plan (``planner.decode_phase``/``prefill_phase``). Passes in which nobody joins are advanced in
+one jump to the next finish, so the loop runs once per admitted cohort, not once per pass.
+
+Not modelled: the KV length of a pass is the run's mean (input + output/2), not the exact mix of
+the pass; requests of one offline batch all have the given lengths.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from flopwise.errors import FlopwiseError
+
+#: Rows of the largest GEMM row tile the shape model picks (plan.gemm: 64 x N and 128 x N
+#: tiles): pass times are interpolated between the two ends of a tile of this many rows.
+TILE_ROWS = 64
+#: Geometric grid of the prompt-token counts of chunked passes (2% apart).
+PROMPT_GRID_RATIO = 1.02
+
+StepTime = Callable[[int, int], float]
+
+
+@dataclass(frozen=True, slots=True)
+class OfflineRun:
+    """What one replica does with its share of an offline batch."""
+
+    num_requests: int
+    concurrency: int  # most sequences running at once (the cap, or fewer requests)
+    makespan_s: float  # first arrival to last token
+    output_tokens: int
+    mean_ttft_s: float  # including the wait in the queue
+    mean_tpot_s: float
+    mean_latency_s: float
+    mean_running: float  # time-weighted sequences in the decode batch
+    passes: int
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        return self.output_tokens / self.makespan_s if self.makespan_s > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "num_requests": self.num_requests,
+            "concurrency": self.concurrency,
+            "makespan_s": self.makespan_s,
+            "output_tokens": self.output_tokens,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "mean_ttft_s": self.mean_ttft_s,
+            "mean_tpot_s": self.mean_tpot_s,
+            "mean_latency_s": self.mean_latency_s,
+            "mean_running": self.mean_running,
+            "forward_passes": self.passes,
+        }
+
+
+def simulate(
+    step_time: StepTime,
+    num_requests: int,
+    concurrency: int,
+    input_len: int,
+    output_len: int,
+    token_budget: int,
+) -> OfflineRun:
+    """Run `num_requests` requests of fixed lengths through an in-flight-batching engine.
+
+    `step_time(decoding, prompt_tokens)` is the time of one forward pass that decodes one token
+    for each of `decoding` sequences and prefills `prompt_tokens` prompt tokens. A pass holds at
+    most `token_budget` tokens (one per decoding sequence plus prompt tokens). Whole prompts
+    join while fewer than `concurrency` requests hold KV and the pass has room for them; a
+    prompt longer than the room a pass can give is prefilled in chunks over several passes
+    (chunked prefill). A request's first token comes out of the pass that ends its prompt; it
+    then decodes output_len - 1 more passes and leaves.
+    """
+    for name, value in (
+        ("num_requests", num_requests),
+        ("concurrency", concurrency),
+        ("input_len", input_len),
+        ("output_len", output_len),
+        ("token_budget", token_budget),
+    ):
+        if value < 1:
+            raise FlopwiseError(f"offline batch: {name} must be >= 1, got {value}")
+    queue, active, step, now = num_requests, 0, 0, 0.0
+    chunk_left = 0  # prompt tokens still to prefill of the one request being chunked
+    cohorts: deque[tuple[int, int, float]] = deque()  # (last pass index, count, first token s)
+    ttft_sum = tpot_sum = latency_sum = running_area = 0.0
+    while queue or active or chunk_left:
+        room = token_budget - active
+        prompt_tokens = ready = 0
+        if room > 0 and chunk_left:
+            take = min(chunk_left, room)
+            chunk_left -= take
+            prompt_tokens, room = take, room - take
+            ready = 0 if chunk_left else 1
+        slots = concurrency - active - ready - (1 if chunk_left else 0)
+        if room > 0 and queue and slots > 0 and not chunk_left:
+            whole = min(room // input_len, queue, slots)
+            queue -= whole
+            ready += whole
+            prompt_tokens += whole * input_len
+            if whole == 0 and prompt_tokens == 0:
+                # a prompt longer than any pass can hold: chunked over several passes
+                queue -= 1
+                prompt_tokens, chunk_left = room, input_len - room
+        if prompt_tokens:
+            dt = step_time(active, prompt_tokens)
+            now += dt
+            running_area += active * dt
+            ttft_sum += ready * now
+            if output_len == 1:
+                latency_sum += ready * now
+            elif ready:
+                cohorts.append((step + output_len - 1, ready, now))
+                active += ready
+            step += 1
+        elif cohorts:
+            # nobody can join before the oldest cohort leaves: run the passes up to its last
+            last = cohorts[0][0]
+            dt = step_time(active, 0)
+            now += (last - step + 1) * dt
+            running_area += active * (last - step + 1) * dt
+            step = last + 1
+        else:  # pragma: no cover - a pass always has room when nothing decodes
+            raise FlopwiseError("offline batch: the engine cannot make progress")
+        while cohorts and cohorts[0][0] < step:
+            _, count, first = cohorts.popleft()
+            active -= count
+            latency_sum += count * now
+            tpot_sum += count * (now - first) / (output_len - 1)
+    n = num_requests
+    return OfflineRun(
+        num_requests=n,
+        concurrency=min(concurrency, n),
+        makespan_s=now,
+        output_tokens=n * output_len,
+        mean_ttft_s=ttft_sum / n,
+        mean_tpot_s=tpot_sum / n if output_len > 1 else 0.0,
+        mean_latency_s=latency_sum / n,
+        mean_running=running_area / now if now > 0 else 0.0,
+        passes=step,
+    )
+
+
+def grid_interpolated(exact: StepTime, exact_prompt_unit: int = 1) -> StepTime:
+    """`exact` evaluated at a few anchor batches, linearly interpolated in between (and cached),
+    so a run of thousands of passes needs a few dozen roofline evaluations.
+
+    A pass's GEMMs have M = decoding + prompt tokens rows, and the roofline's GEMM time steps up
+    at every whole row tile (``plan.gemm``: at most TILE_ROWS rows) and is linear within one. The
+    anchors of a batch are the two ends of its row tile, so the interpolation is exact for the
+    GEMMs and for everything linear in the batch. Prompt-token counts that are not whole prompts
+    (chunks of a long prompt) are snapped to a 2% geometric grid.
+    """
+    cache: dict[tuple[int, int], float] = {}
+
+    def at(b: int, p: int) -> float:
+        key = (b, p)
+        if key not in cache:
+            cache[key] = exact(b, p)
+        return cache[key]
+
+    def timed(b: int, p: int) -> float:
+        if p % exact_prompt_unit:
+            p = round(PROMPT_GRID_RATIO ** round(math.log(p) / math.log(PROMPT_GRID_RATIO)))
+        if b <= TILE_ROWS:
+            return at(b, p)
+        lo = b - (b + p - 1) % TILE_ROWS  # (lo + p) is the first row of b's tile
+        hi = lo + TILE_ROWS - 1  # ... and (hi + p) its last
+        if lo == hi or lo < 1:
+            return at(b, p)
+        w = (b - lo) / (hi - lo)
+        return (1 - w) * at(lo, p) + w * at(hi, p)
+
+    return timed
+
+
+def pass_time(ctx: Any) -> StepTime:
+    """The roofline time of one mixed pass of this deployment (one replica), grid-cached."""
+    from flopwise.plan.infer.planner import decode_phase, prefill_phase
+
+    isl = ctx.job.input_len
+
+    def exact(decoding: int, prompt_tokens: int) -> float:
+        if decoding == 0:
+            return prefill_phase(ctx, prompt_tokens / isl).time_s
+        return decode_phase(ctx, decoding, prefill_per_step=prompt_tokens).time_s
+
+    return grid_interpolated(exact, isl)
+
+
+def plan_offline(ctx: Any, num_requests: int) -> Any:
+    """The InferPlan of an offline batch of `num_requests` (split evenly over the replicas)."""
+    from dataclasses import replace
+
+    from flopwise.plan.infer.batching import continuous_memory, kv_tokens_held, max_concurrency
+    from flopwise.plan.infer.planner import (
+        InferPlan,
+        assumptions_for,
+        decode_phase,
+        fit_suggestion,
+        prefill_phase,
+        utilisation,
+    )
+
+    job = ctx.job
+    per_replica = math.ceil(num_requests / job.replicas)
+    fit = max_concurrency(ctx)
+    if fit < 1:
+        raise FlopwiseError(fit_suggestion(ctx.spec, ctx.hw, job))
+    cap = fit if job.batch is None else min(job.batch, fit)
+    budget = ctx.engine.max_num_tokens or (cap + job.input_len)
+    run = simulate(pass_time(ctx), per_replica, cap, job.input_len, job.output_len, max(budget, 1))
+    running = max(1.0, run.mean_running)
+    step = decode_phase(ctx, running, prefill_per_step=running * job.input_len / job.output_len)
+    mfu, mbu, peak, bw = utilisation(ctx, running, job.output_len * step.time_s, step)
+    total_tokens = num_requests * job.output_len  # every replica is done by the makespan
+    capped = (
+        f" (--batch {job.batch} asked, {fit} fit)" if job.batch is not None and job.batch > fit
+        else ""
+    )  # fmt: skip
+    plan = InferPlan(
+        model=ctx.spec.name,
+        accelerator=ctx.hw.id,
+        job=job,
+        mode="offline",
+        batch=run.concurrency,
+        precision=ctx.precision,
+        engine=ctx.engine,
+        ttft_s=run.mean_ttft_s,
+        tpot_s=run.mean_tpot_s if job.output_len > 1 else step.time_s,
+        e2e_latency_s=run.mean_latency_s,
+        output_tokens_per_s=total_tokens / run.makespan_s if run.makespan_s > 0 else 0.0,
+        memory=replace(continuous_memory(ctx, run.concurrency), max_batch=fit),
+        prefill=prefill_phase(ctx, 1),
+        decode=step,
+        peak_bw_gbps=bw,
+        peak_tflops=peak,
+        mfu=mfu,
+        mbu=mbu,
+        assumptions=(
+            *assumptions_for(ctx),
+            f"offline batch: {num_requests:,} requests arrive at once"
+            + (f", {per_replica:,} on each of {job.replicas} replicas" if job.replicas > 1 else "")
+            + f"; at most {run.concurrency:,} run at once{capped}, each holding "
+            f"{kv_tokens_held(ctx):,.0f} tokens of KV; prompts join while a pass has room within "
+            f"{budget:,} tokens; {run.mean_running:,.0f} decode on average over the run "
+            "(ramp-up and drain included); TTFT and latency include the wait in the queue",
+        ),
+    )
+    cost = None
+    if job.price_per_gpu_hour is not None:
+        cost = job.price_per_gpu_hour * job.gpus * run.makespan_s / 3600.0
+    return replace(plan, extras={"offline": {**run.to_dict(), "cost_usd": cost}})

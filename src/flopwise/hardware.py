@@ -94,6 +94,12 @@ class Hardware:
             return self.peak_tflops.get(name.split(":", 1)[1])
         if name.startswith("busbw_gbps:"):
             return self.busbw_by_op.get(name.split(":", 1)[1])
+        if name.startswith("intra_collective:"):
+            from flopwise.catalog.collectives import load_intra_collectives
+
+            _, op, gpus = name.split(":")
+            row = load_intra_collectives().get(((self.system_id or "").lower(), op, int(gpus)))
+            return None if row is None else row.busbw_gbps
         if name.startswith("matmul_shape_tflops:"):
             dtype = name.split(":", 1)[1]
             return sum(1 for row in self.matmul_shape_tflops if row[0] == dtype)  # shapes
@@ -183,6 +189,7 @@ def hardware_from_catalog(accelerator: str, system: str | None = None) -> Hardwa
     if node is not None:
         inter = node.inter_bw_per_gpu_gbps or None
         origins["inter_bw_per_gpu_gbps"] = Origin("catalog", f"system {node.id}: {node.source}")
+        origins.update(_intra_collective_origins(node.id))
     cu = acc.spec("compute_units")
     return Hardware(
         id=acc.id,
@@ -201,6 +208,17 @@ def hardware_from_catalog(accelerator: str, system: str | None = None) -> Hardwa
         origins=MappingProxyType(origins),
         accelerator=acc,
     )
+
+
+def _intra_collective_origins(system_id: str) -> dict[str, Origin]:
+    """Published PCIe collective rows of the node type (catalog intra_collectives.csv)."""
+    from flopwise.catalog.collectives import load_intra_collectives
+
+    return {
+        f"intra_collective:{op}:{gpus}": Origin("catalog", row.describe())
+        for (sys_id, op, gpus), row in sorted(load_intra_collectives().items())
+        if sys_id == system_id
+    }
 
 
 #: The accelerator id that means "this host's CPU", described only by measurements.

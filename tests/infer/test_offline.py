@@ -147,3 +147,24 @@ def test_cli_offline_json_and_errors() -> None:
         "plan", "infer", "llama-3.1-8b", "-a", "h100-sxm", "--num-requests", "5", "--sweep"
     )
     assert both.returncode == 2 and "--num-requests" in both.stderr
+
+
+def test_compare_ranks_offers_by_the_cost_of_the_whole_batch() -> None:
+    out = run_cli(
+        "compare", "infer", "llama-3.1-8b", "--num-requests", "3000", "--input-len", "500",
+        "--output-len", "2000", "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert (doc["time_metric"], doc["cost_metric"]) == ("makespan_s", "batch_cost_usd")
+    assert doc["job"]["num_requests"] == 3000 and "offline batch" in doc["job"]["batch_rule"]
+    rows = [r for r in doc["rows"] if r["batch_cost_usd"] is not None]
+    assert len(rows) >= 3
+    costs = [r["batch_cost_usd"] for r in rows]
+    assert costs == sorted(costs)
+    for r in rows:
+        # the instance's replicas share the batch; the price is the whole instance's
+        assert r["num_requests"] == -(-3000 // r["replicas"])
+        assert r["batch_cost_usd"] == pytest.approx(r["price_per_hour"] * r["makespan_s"] / 3600)
+        lo, hi = r["makespan_s_interval"]
+        assert lo < r["makespan_s"] < hi

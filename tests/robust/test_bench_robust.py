@@ -268,3 +268,37 @@ def test_ctrl_c_while_threads_start_is_an_interrupt(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(threading.Thread, "start", start)
     with pytest.raises(KeyboardInterrupt):
         io_ops.parallel([lambda stop: stop.wait(0.05)] * 3)
+
+
+_MULTI = """
+import json, sys
+from flopwise.bench.matmul_run import MatmulConfig
+from flopwise.bench.multi import run_matmul_devices
+from flopwise.cli._signals import terminate_as_interrupt
+cfg = MatmulConfig(dtype="fp32", search="grid", m=tuple(range(64, 2049, 64)),
+                   n=tuple(range(64, 2049, 64)), k=(512,), iterations=2, warmup=0,
+                   device_warmup_s=0.0)
+with terminate_as_interrupt():
+    run = run_matmul_devices(cfg, ["cpu", "cpu"], sys.argv[1])
+print(json.dumps(run.to_dict()))
+"""
+
+
+@pytest.mark.slow
+def test_sigterm_reaches_every_device_worker(tmp_path: Path) -> None:
+    """--devices all: a SIGTERM to the parent (which, unlike Ctrl-C, the workers do not get)
+    is passed on, and every worker stores its partial run instead of measuring on."""
+    db = tmp_path / "r.sqlite"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _MULTI, str(db)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=base_env(tmp_path / "home"),
+    )  # fmt: skip
+    time.sleep(25)  # both spawned workers have imported torch and are measuring (grid: minutes)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=90)
+    doc = json.loads(out)
+    assert doc["status"] == "interrupted", err
+    assert [d["status"] for d in doc["devices"]] == ["interrupted", "interrupted"], err
+    stored = ResultStore(db).list("matmul")
+    assert len(stored) == 2 and {s.status for s in stored} == {"interrupted"}

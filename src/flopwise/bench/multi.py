@@ -8,7 +8,9 @@ each device, the slowest, and the spread ((fastest - slowest) / fastest).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +25,9 @@ def matmul_worker(config: MatmulConfig, device: str, db: str | None) -> dict[str
     # Ctrl-C reaches every worker too: run_matmul then returns its partial run, stored below.
     cfg = dataclasses.replace(config, device=device)
     run = run_matmul(cfg)
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # measured: a second signal must not lose it
     doc = run.to_dict()
     from flopwise.bench.device import resolve_device
 
@@ -62,6 +67,41 @@ class MultiDeviceRun:
         }
 
 
+@contextmanager
+def _forward_sigterm(pool: ProcessPoolExecutor) -> Iterator[None]:
+    """SIGTERM (Slurm's time limit, scancel, torchrun) reaches only this process, unlike Ctrl-C
+    which the terminal sends to the workers too: pass it on to them as SIGINT, so each stops
+    measuring and stores its partial run, then unwind here like Ctrl-C."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        _interrupt_workers(pool)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt_workers(pool: ProcessPoolExecutor) -> None:
+    """SIGINT to every live worker, so each stops measuring and stores what it has."""
+    import os
+    import signal
+
+    # the executor's worker table is private but has been stable since Python 3.2
+    for proc in list(getattr(pool, "_processes", {}).values()):
+        if proc.is_alive() and proc.pid is not None:
+            with suppress(OSError):  # exited in between
+                os.kill(proc.pid, signal.SIGINT)
+
+
 def run_matmul_devices(config: MatmulConfig, devices: list[str], db: str | None) -> MultiDeviceRun:
     """Run `matmul_worker` in one spawned process per device, concurrently."""
     if not devices:
@@ -71,7 +111,10 @@ def run_matmul_devices(config: MatmulConfig, devices: list[str], db: str | None)
     ctx = multiprocessing.get_context("spawn")
     status = "complete"
     docs: list[dict[str, Any]] = []
-    with ProcessPoolExecutor(max_workers=len(devices), mp_context=ctx) as pool:
+    with (
+        ProcessPoolExecutor(max_workers=len(devices), mp_context=ctx) as pool,
+        _forward_sigterm(pool),
+    ):
         futures: list[Future[dict[str, Any]]] = [
             pool.submit(matmul_worker, config, dev, db) for dev in devices
         ]
@@ -80,7 +123,8 @@ def run_matmul_devices(config: MatmulConfig, devices: list[str], db: str | None)
                 try:
                     doc = fut.result()
                 except KeyboardInterrupt:
-                    status = "interrupted"  # the workers got it too; collect their partial runs
+                    # Ctrl-C reaches the workers too; SIGTERM is passed on by _forward_sigterm
+                    status = "interrupted"  # collect their partial runs
                     continue
                 except Exception as exc:  # a worker died: report it, keep the others
                     doc = {"device": dev, "status": "failed", "error": str(exc) or repr(exc)}

@@ -99,6 +99,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
     """Build the job and candidates from resolved flags and run the comparison."""
     from types import MappingProxyType
 
+    from flopwise.cli.plan_infer_cmd import resolve_batch
     from flopwise.cli.plan_train_cmd import framework_job_kwargs
     from flopwise.compare import CompareInferJob, CompareTrainJob, compare_infer, compare_train
     from flopwise.compare.jobs import LAYOUT_KEYS
@@ -148,7 +149,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
             f"{model.name}'s context of {model.max_seq_len} tokens"
         )
     ijob = CompareInferJob(
-        batch=None if args.batch == "max" else (args.batch or 1),
+        batch=resolve_batch(args.batch, args.num_requests),
         input_len=args.input_len,
         output_len=args.output_len,
         weight_dtype=args.weight_dtype,
@@ -159,6 +160,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
         pp=args.pp or 1,
         target_tpot_ms=args.target_tpot_ms,
         target_ttft_ms=args.target_ttft_ms,
+        num_requests=args.num_requests,
     )
     return compare_infer(model, ijob, candidates, sort=args.sort, hardware=hardware)
 

@@ -126,6 +126,12 @@ def _remat_tensors(text: str) -> tuple[tuple[str, str], ...]:
     return parse_remat_tensors(text)
 
 
+def _fp8_recipes() -> tuple[str, ...]:
+    from flopwise.plan.train.fp8 import FP8_RECIPE_NAMES
+
+    return FP8_RECIPE_NAMES
+
+
 _GOODPUT = "goodput (failures, checkpoints, restarts; defaults: catalog failures.csv, storage.csv)"
 _WHERE = "where to run (compare and report)"
 _T, _I = ("train",), ("infer",)
@@ -295,6 +301,15 @@ JOB_FLAGS: list[JobFlag] = [
         choices=("flash", "flash2", "unfused"),
         group=_FRAMEWORK,
     ),
+    JobFlag(
+        "fp8-recipe",
+        "FP8 scaling recipe with --dtype fp8 (default: the profile's; torchtitan: tensorwise, "
+        "others: delayed): tensorwise, rowwise, rowwise-gw-hp (torchao), delayed, current "
+        "(Transformer Engine)",
+        kinds=_T,
+        choices=_fp8_recipes(),
+        group=_FRAMEWORK,
+    ),
     *(
         JobFlag(name, help_, kinds=_T, action=BOOL, group=_FRAMEWORK)
         for name, help_ in (
@@ -455,9 +470,9 @@ JOB_FLAGS: list[JobFlag] = [
     JobFlag(
         "num-requests",
         "an offline batch: N requests arrive at once and run by in-flight batching; plans "
-        "the whole run (ramp-up and drain included): makespan, tokens/s, cost",
+        "the whole run (ramp-up and drain included): makespan, tokens/s, cost; compare: "
+        "each offer's instance processes all N, ranked by makespan / cost of the batch",
         kinds=_I,
-        doors=_PLAN,
         parse=_positive_int,
         metavar="N",
         exclusive="mode",

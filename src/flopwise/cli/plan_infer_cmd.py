@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     job = InferJob(
         input_len=args.input_len,
         output_len=args.output_len,
-        batch=_batch(args.batch, args.num_requests),
+        batch=resolve_batch(args.batch, args.num_requests),
         tp=tp,
         pp=pp,
         replicas=replicas,
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_DOES_NOT_FIT if doc.get("fits") is False else 0
 
 
-def _batch(batch: int | str | None, num_requests: int | None) -> int | None:
+def resolve_batch(batch: int | str | None, num_requests: int | None) -> int | None:
     """--batch: 'max' is None; not given is 1 for one request at a time, 'max' for an offline
     batch (--num-requests: as many running at once as fit)."""
     if batch == "max" or (batch is None and num_requests is not None):

@@ -305,8 +305,8 @@ def compare_infer(
         rows,
         excluded,
         sort,
-        "e2e_latency_s",
-        "cost_per_million_output_tokens",
+        "e2e_latency_s" if job.num_requests is None else "makespan_s",
+        "cost_per_million_output_tokens" if job.num_requests is None else "batch_cost_usd",
         hw_by_row,
     )
 

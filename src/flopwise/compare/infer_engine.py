@@ -87,10 +87,15 @@ def infer_rows(
             continue
         best_rate = -1.0
         for group in tried:
+            share = None  # an offline batch is split over the instance's replicas
+            if job.num_requests is not None:
+                share = -(-job.num_requests // (c.gpus_per_instance // group))
 
-            def plan(batch: int | None, group: int = group, hw: Hardware = hw) -> dict[str, Any]:
-                j = replace(job, batch=batch)
-                return memo(planners.infer_estimate, model, hw, group, j, ("batch", batch))
+            def plan(
+                batch: int | None, group: int = group, hw: Hardware = hw, share: int | None = share
+            ) -> dict[str, Any]:
+                j = replace(job, batch=batch, num_requests=share)
+                return memo(planners.infer_estimate, model, hw, group, j, ("batch", batch, share))
 
             try:
                 e = _best_under_target(plan, job) if targeted else plan(job.batch)
@@ -166,5 +171,35 @@ def _row(c: Candidate, est: dict[str, Any], net: dict[str, Any], hw: Hardware) -
         "output_tokens_per_s_interval": scaled_interval(
             plan.get("output_tokens_per_s_interval"), float(replicas)
         ),
+        **_offline(est.get("offline"), c.price_per_hour, tokens_per_s, est),
         "_plan": plan,
+    }
+
+
+def _offline(
+    run: dict[str, Any] | None,
+    price_per_hour: float | None,
+    tokens_per_s: float,
+    est: dict[str, Any],
+) -> dict[str, Any]:
+    """An offline batch's makespan and cost on the whole instance, with their 80% ranges (the
+    inverse of the throughput range: the batch's tokens are fixed)."""
+    if not run:
+        return {}
+    span = float(run["makespan_s"])
+    cost = None if price_per_hour is None else price_per_hour * span / SECONDS_PER_HOUR
+    iv = _interval((est.get("plan") or {}).get("output_tokens_per_s_interval"))
+    rate = est["output_tokens_per_s"]
+    span_iv = None if iv is None or not rate else (span * rate / iv[1], span * rate / iv[0])
+    return {
+        "num_requests": run["num_requests"],
+        "makespan_s": span,
+        "makespan_s_interval": span_iv,
+        "batch_cost_usd": cost,
+        "batch_cost_usd_interval": (
+            None
+            if span_iv is None or price_per_hour is None
+            else tuple(price_per_hour * x / SECONDS_PER_HOUR for x in span_iv)
+        ),
+        "mean_running": run["mean_running"],
     }

@@ -110,10 +110,19 @@ class CompareInferJob:
     #: With a latency target each offer runs at its largest batch within it (batch is ignored).
     target_tpot_ms: float | None = None
     target_ttft_ms: float | None = None
+    #: An offline batch of this many requests per instance (split over its replicas); `batch`
+    #: then caps how many run at once per replica (None: as many as fit).
+    num_requests: int | None = None
 
     @property
     def batch_rule(self) -> str:
         """How every row's batch was chosen, stated in the output."""
+        if self.num_requests is not None:
+            running = "as many as fit" if self.batch is None else f"at most {self.batch}"
+            return (
+                f"an offline batch of {self.num_requests:,} requests per instance, split over "
+                f"its replicas; {running} running at once per replica"
+            )
         targets = [
             f"{name} <= {value:g} ms"
             for name, value in (("TPOT", self.target_tpot_ms), ("TTFT", self.target_ttft_ms))
@@ -134,6 +143,8 @@ class CompareInferJob:
             raise FlopwiseError(f"--batch must be at least 1 or 'max', got {self.batch}")
         if self.tp is not None and self.tp < 1:
             raise FlopwiseError(f"--tp must be at least 1, got {self.tp}")
+        if self.num_requests is not None and self.num_requests < 1:
+            raise FlopwiseError(f"--num-requests must be at least 1, got {self.num_requests}")
         for name in ("target_tpot_ms", "target_ttft_ms"):
             value = getattr(self, name)
             if value is not None and not value > 0:
@@ -153,5 +164,6 @@ class CompareInferJob:
             "pp": self.pp,
             "target_tpot_ms": self.target_tpot_ms,
             "target_ttft_ms": self.target_ttft_ms,
+            "num_requests": self.num_requests,
             "batch_rule": self.batch_rule,
         }

@@ -146,6 +146,7 @@ def infer_estimate(
             kv_dtype=job.kv_dtype,
             act_dtype=job.act_dtype,
             engine=job.engine,
+            num_requests=job.num_requests,
         ),
     ).to_dict()
     request = plan["breakdown"]["request"]
@@ -163,5 +164,6 @@ def infer_estimate(
         "layout": {"tp": gpus // job.pp, "pp": job.pp},
         "breakdown": {k: request[k] for k in _INFER_TIME_PARTS if k in request},
         "memory_breakdown": {k: memory[k] for k in _INFER_MEMORY_PARTS if k in memory},
+        "offline": plan.get("offline"),
         "plan": plan,
     }

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from flopwise.catalog.collectives import intra_collective
 from flopwise.collectives import BUSBW_FACTORS
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
@@ -119,6 +120,9 @@ def tier_for(hw: Hardware, group_size: int, spans_nodes: bool) -> Tier:
     """
     if not spans_nodes:
         ops = _measured_ops(hw, "intra")
+        pcie = _pcie_tier(hw, group_size, ops)
+        if pcie is not None:
+            return pcie
         if hw.scaleup_bw_uni_gbps:
             base = hw.scaleup_bw_uni_gbps * SCALEUP_LINK_FRACTION
         elif hw.intra_busbw_gbps or ops:
@@ -136,6 +140,20 @@ def tier_for(hw: Hardware, group_size: int, spans_nodes: bool) -> Tier:
             f"{hw.id} has no known scale-out network; pass --system with a node type"
         )
     return Tier("scale-out", base, SCALEOUT_ALPHA_S, ops)
+
+
+def _pcie_tier(hw: Hardware, group_size: int, ops: dict[str, float]) -> Tier | None:
+    """A group larger than the scale-up domain inside one node talks over PCIe: the node type's
+    published NCCL busbw and latency for that group size (catalog intra_collectives.csv), the
+    same busbw for every collective on those links; measured collectives still win per op."""
+    if group_size <= max(1, hw.scaleup_domain):
+        return None
+    row = intra_collective(hw.system_id, "all_reduce", group_size)
+    if row is None:
+        return None
+    steps = 2 * (group_size - 1)  # the ring all-reduce's latency terms (collective_time_s)
+    alpha = SCALEUP_ALPHA_S if row.latency_us is None else row.latency_us * 1e-6 / steps
+    return Tier("scale-up", row.busbw_gbps, alpha, ops)
 
 
 def collective_time_s(op: str, n_bytes: float, group_size: int, tier: Tier) -> float:

@@ -100,6 +100,8 @@ def _effective(r: dict[str, Any]) -> tuple[str, str]:
 def _infer_rows(
     doc: dict[str, Any], dated: bool
 ) -> tuple[list[str], list[tuple[Any, ...]], tuple[int, ...]]:
+    if doc["job"].get("num_requests") is not None:
+        return _offline_rows(doc, dated)
     cols = ["", "offer", "GPUs", "batch", "TTFT ms", "TPOT ms", "tok/s", "$/M tok"]
     cols.append("$/GPU-h" + (" (price date)" if dated else ""))
     rows = [
@@ -118,6 +120,38 @@ def _infer_rows(
         )
         for r in doc["rows"]
     ]
+    return cols, rows, (3, 4, 5, 6, 7)
+
+
+def _span(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    return fmt_num(seconds / 60, 1) + " min" if seconds >= 120 else fmt_num(seconds, 1) + " s"
+
+
+def _offline_rows(
+    doc: dict[str, Any], dated: bool
+) -> tuple[list[str], list[tuple[Any, ...]], tuple[int, ...]]:
+    """An offline batch per instance: when it is done and what the whole batch costs."""
+    cols = ["", "offer", "GPUs", "running", "done in", "80% range", "tok/s", "batch $"]
+    cols.append("$/GPU-h" + (" (price date)" if dated else ""))
+    rows = []
+    for r in doc["rows"]:
+        iv = r.get("makespan_s_interval")
+        cost = r.get("batch_cost_usd")
+        rows.append(
+            (
+                "★" if r["pareto"] else "",
+                _where(r),
+                f"{r['replicas']}x{r['gpus_per_replica']} {r['accelerator']}",
+                fmt_num(r.get("mean_running"), 0, unknown="—"),
+                _span(r.get("makespan_s")),
+                "—" if not iv else f"{_span(iv[0])}–{_span(iv[1])}",
+                fmt_num(r["output_tokens_per_s"], 0),
+                "—" if cost is None else f"{cost:,.2f}",
+                _price(r, dated),
+            )
+        )
     return cols, rows, (3, 4, 5, 6, 7)
 
 

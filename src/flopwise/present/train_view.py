@@ -85,7 +85,9 @@ def show_train_plan(doc: dict[str, Any]) -> None:
         (
             "hardware",
             f"{doc['gpus']} x {doc['accelerator']} ({doc['system'] or 'no system'}, "
-            f"{doc['gpus_per_node']}/node), {doc['dtype']}, recipe {doc['recipe']}",
+            f"{doc['gpus_per_node']}/node), {doc['dtype']}"
+            + (f" ({doc['fp8_recipe']} scaling)" if doc.get("fp8_recipe") else "")
+            + f", recipe {doc['recipe']}",
         ),
         *(
             [("measured", "; ".join(f"{k} {fmt_num(v['value'])} ({v['source']})" for k, v in m))]

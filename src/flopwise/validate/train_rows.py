@@ -285,6 +285,11 @@ def _dtype_flags(row: Row, family: str) -> list[str]:
     if family == "megatron-lm-2021":
         return ["--dtype", "fp16"]
     if "fp8" in d or "float8" in d:
+        # the scaling recipe where the source names it (torchao "float8 rowwise" /
+        # "tensorwise"); otherwise the framework profile's default
+        for name in ("rowwise", "tensorwise"):
+            if name in d:
+                return ["--dtype", "fp8", "--fp8-recipe", name]
         return ["--dtype", "fp8"]
     if family == "llm-foundry" and "pure" in d:
         return ["--dtype", "bf16", "--recipe", "fsdp-pure"]

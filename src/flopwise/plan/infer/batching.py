@@ -7,10 +7,16 @@ output_len steps, so B/output_len new requests join per step and their prompts (
 output tokens) are prefilled in the same forward passes as the decode tokens (chunked prefill
 interleaved with decode, as vLLM, SGLang and TensorRT-LLM's in-flight batching do). Output
 throughput is B / step time; TTFT is the service time of a new prompt without queueing.
+
+Engines whose builder sizes them from the job (TensorRT-LLM built by ``trtllm-bench build
+--dataset``) first get those sizes: the running requests are capped at the engine's
+max_batch_size and the activation workspace is sized by its max_num_tokens
+(``trtllm_build.py``).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from flopwise.errors import FlopwiseError
@@ -24,6 +30,25 @@ from flopwise.plan.infer.planner import (
     prefill_phase,
     utilisation,
 )
+from flopwise.plan.infer.trtllm_build import EngineBuild, built_engine
+
+
+def sized_context(ctx: Context) -> tuple[Context, EngineBuild | None]:
+    """The context with the engine sized the way its builder sizes it for this job."""
+    job, prec = ctx.job, ctx.precision
+    engine, build = built_engine(
+        ctx.engine,
+        ctx.spec,
+        float(ctx.shard.counts.total),
+        job.tp,
+        job.pp,
+        prec.weight,
+        prec.kv,
+        ctx.hw.memory_bytes,
+        job.input_len,
+        job.output_len,
+    )
+    return (ctx if build is None else replace(ctx, engine=engine)), build
 
 
 def continuous_memory(ctx: Context, batch: int) -> MemoryPlan:
@@ -42,11 +67,13 @@ def continuous_memory(ctx: Context, batch: int) -> MemoryPlan:
 
 
 def kv_tokens_held(ctx: Context) -> float:
-    """KV tokens a running sequence holds: all of input + output when the engine reserves the
-    whole request up front (TensorRT-LLM GUARANTEED_NO_EVICT), else the paged mean."""
+    """KV tokens a running sequence holds: all of input + output, in whole KV blocks, when the
+    engine reserves the whole request up front (TensorRT-LLM GUARANTEED_NO_EVICT), else the
+    paged mean."""
     job = ctx.job
     if ctx.engine.kv_reservation == "full":
-        return float(job.input_len + job.output_len)
+        block = max(1, ctx.engine.kv_block_tokens)
+        return float(math.ceil((job.input_len + job.output_len) / block) * block)
     return job.input_len + job.output_len / 2.0
 
 
@@ -66,9 +93,22 @@ def max_concurrency(ctx: Context) -> int:
     return best
 
 
+def steady_concurrency(ctx: Context) -> int:
+    """Running sequences in the steady state: what fits, and for engines sized by their builder
+    also what the engine's token budget carries ("Max Runtime Tokens": each step holds B decode
+    tokens and B x input/output prompt tokens, and the scheduler holds new prompts back)."""
+    best = max_concurrency(ctx)
+    if ctx.engine.build_sizing:
+        job = ctx.job
+        budget = ctx.engine.max_num_tokens / (1 + job.input_len / job.output_len)
+        best = min(best, max(1, math.floor(budget)))
+    return best
+
+
 def plan_continuous(ctx: Context) -> InferPlan:
+    ctx, build = sized_context(ctx)
     job = ctx.job
-    batch = max_concurrency(ctx)
+    batch = steady_concurrency(ctx)
     if batch < 1:
         raise FlopwiseError(fit_suggestion(ctx.spec, ctx.hw, job))
     per_step = batch * job.input_len / job.output_len
@@ -106,6 +146,21 @@ def plan_continuous(ctx: Context) -> InferPlan:
             f"({'whole request reserved' if ctx.engine.kv_reservation == 'full' else 'paged'}), "
             f"{per_step:,.0f} prompt tokens prefilled per step; "
             "TTFT excludes queueing",
+            *_build_note(build),
         ),
     )
-    return replace(plan, extras={"prefill_tokens_per_step": per_step})
+    extras: dict[str, object] = {"prefill_tokens_per_step": per_step}
+    if build is not None:
+        extras["engine_max_batch_size"] = build.max_batch_size
+        extras["engine_max_num_tokens"] = build.max_num_tokens
+    return replace(plan, extras=extras)
+
+
+def _build_note(build: EngineBuild | None) -> tuple[str, ...]:
+    if build is None:
+        return ()
+    return (
+        f"engine built as trtllm-bench build --dataset sizes it: max_batch_size "
+        f"{build.max_batch_size}, max_num_tokens {build.max_num_tokens} (its estimate: "
+        f"{build.kv_requests_estimate:,.0f} requests fit the KV cache)",
+    )

@@ -67,6 +67,17 @@ class EngineProfile:
     memory_fraction_of: str = "total"
     #: What the engine does around the kernels, in words (batching, prefill, CUDA graphs, KV).
     features: str = ""
+    #: Who sizes the engine's sequence slots and step tokens for a ``--batch max`` job:
+    #: "trtllm-bench" = from the job's lengths as ``trtllm-bench build --dataset`` does
+    #: (plan/infer/trtllm_build.py); "" = max_num_seqs / max_num_tokens as given above.
+    build_sizing: str = ""
+    #: Tokens per KV cache block: a request reserved whole ("full") is charged whole blocks
+    #: (TensorRT-LLM's paged KV cache default tokens_per_block 64, gpt_attention plugin and
+    #: BuildConfig defaults of the 0.1x releases).
+    kv_block_tokens: int = 1
+    #: Device bytes the runtime holds per sequence slot per vocabulary entry (logits, decoder and
+    #: sampling buffers sized max_num_seqs x vocab), allocated before the KV cache is sized.
+    slot_bytes_per_vocab: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -84,6 +95,9 @@ class EngineProfile:
             "kv_reservation": self.kv_reservation,
             "memory_fraction_of": self.memory_fraction_of,
             "features": self.features,
+            "build_sizing": self.build_sizing,
+            "slot_bytes_per_vocab": self.slot_bytes_per_vocab,
+            "kv_block_tokens": self.kv_block_tokens,
             "source": self.source,
         }
 
@@ -127,6 +141,16 @@ FP8_GEMM_FRACTION = 0.75
 #: (TensorRT-LLM and vLLM custom all-reduce kernels operate on 16-bit tensors).
 ALLREDUCE_ELEMENT_BYTES = 2.0
 
+#: TensorRT-LLM C++ runtime: device bytes per sequence slot per vocabulary entry held by the
+#: runtime buffers (logits) and the decoder (sampling buffers), both sized by the engine's
+#: max_batch_size x vocab and allocated before the KV cache is sized. From the runtime's own
+#: start-up log in NVIDIA/TensorRT-LLM#1188 (2024-11-21, Qwen2.5-Coder-0.5B int8, default
+#: max_batch_size 2048, vocab 151,936): "Allocated 2.66 GB GPU memory for runtime buffers",
+#: "Allocated 5.76 GB GPU memory for decoder" -> (2.66 + 5.76) GB / (2048 x 151,936) = 27.1
+#: bytes. Assumes both scale with the vocabulary (logits, top-k/top-p workspaces); the part of
+#: the decoder that scales with max_seq_len (output ids) is inside this one measurement.
+TRTLLM_SLOT_BYTES_PER_VOCAB = (2.66e9 + 5.76e9) / (2048 * 151_936)
+
 _TRTLLM_SRC = (
     "TensorRT-LLM docs (C++ runtime with CUDA graphs: per-step host time is sub-millisecond; "
     "custom one-shot all-reduce for small messages; XQA decode-attention kernels; "
@@ -134,7 +158,10 @@ _TRTLLM_SRC = (
     "activations; max_num_tokens default 8192; GUARANTEED_NO_EVICT default capacity scheduler "
     "policy: docs performance-tuning-guide/useful-runtime-flags and the perf-overview's "
     "trtllm-bench output 'Scheduling Policy: Guaranteed No Evict', 'Max Runtime Tokens: 8192'; "
-    "trtllm-bench build (tensorrt_llm/bench/build/tuning.py) caps max_batch_size at 4096)"
+    "trtllm-bench build (tensorrt_llm/bench/build/tuning.py) sizes max_batch_size and "
+    "max_num_tokens from the dataset's lengths, max_batch_size at most 4096; the runtime sizes "
+    "the KV cache after weights, activations, runtime buffers and decoder: "
+    "batch_manager/trtGptModelInflightBatching.cpp)"
 )
 _VLLM_SRC = (
     "vLLM docs and v0.6 performance blog (2024-09: CPU scheduling/output processing was ~1-4 ms "
@@ -180,6 +207,9 @@ ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
                 source=_TRTLLM_SRC,
                 kv_reservation="full",
                 memory_fraction_of="free",
+                build_sizing="trtllm-bench",
+                slot_bytes_per_vocab=TRTLLM_SLOT_BYTES_PER_VOCAB,
+                kv_block_tokens=64,
                 features=(
                     "in-flight batching in the C++ batch manager (context and generation "
                     "requests in one forward pass); paged KV cache; GUARANTEED_NO_EVICT "

@@ -224,13 +224,21 @@ def node_gpus(hw: Hardware) -> int:
 
 
 def allreduce_s(n_bytes: float, tp: int, hw: Hardware, engine: EngineProfile) -> float:
-    """One TP all-reduce: the cheapest of ring (NCCL) and one-/two-shot custom kernels."""
+    """One TP all-reduce: the cheapest of ring (NCCL) and one-/two-shot custom kernels.
+
+    The custom kernels need every rank's buffer reachable over NVLink: TensorRT-LLM's
+    AllreducePlugin::selectImplementation falls back to NCCL when peer access is missing and,
+    under the default AUTO strategy, whenever the group is not NVLink-connected
+    (cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp); vLLM and SGLang disable their
+    custom all-reduce on more than two PCIe-only GPUs. A group larger than the scale-up domain
+    therefore pays NCCL's ring (over PCIe inside a node, the network across nodes).
+    """
     if tp <= 1 or n_bytes <= 0:
         return 0.0
     spans = tp > node_gpus(hw)
     tier = tier_for(hw, tp, spans_nodes=spans)
     ring = collective_time_s("all_reduce", n_bytes, tp, tier)
-    if spans:
+    if spans or tp > max(1, hw.scaleup_domain):
         return ring
     bw = tier.bw_for("all_reduce") * GB
     one_shot = engine.allreduce_latency_s + (tp - 1) * n_bytes / bw

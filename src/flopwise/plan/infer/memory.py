@@ -19,6 +19,7 @@ from flopwise.plan.infer.constants import (
     EngineProfile,
 )
 from flopwise.plan.infer.shard import Shard
+from flopwise.plan.infer.trtllm_build import slot_buffer_bytes
 from flopwise.units import GIB
 
 
@@ -72,10 +73,19 @@ class MemoryPlan:
     usable_bytes: float | None
     kv_per_seq_bytes: float  # one sequence of input+output tokens, one GPU
     max_batch: int | None  # largest batch that fits (None when device memory is unknown)
+    #: buffers the runtime sizes per sequence slot (logits, decoder, sampling), see
+    #: EngineProfile.slot_bytes_per_vocab
+    slot_buffers_bytes: float = 0.0
 
     @property
     def total_bytes(self) -> float:
-        return self.weights_bytes + self.kv_bytes + self.workspace_bytes + self.reserved_bytes
+        return (
+            self.weights_bytes
+            + self.kv_bytes
+            + self.workspace_bytes
+            + self.reserved_bytes
+            + self.slot_buffers_bytes
+        )
 
     @property
     def fits(self) -> bool | None:
@@ -87,6 +97,7 @@ class MemoryPlan:
             "kv_cache_gib": self.kv_bytes / GIB,
             "workspace_gib": self.workspace_bytes / GIB,
             "runtime_reserved_gib": self.reserved_bytes / GIB,
+            "slot_buffers_gib": self.slot_buffers_bytes / GIB,
             "total_gib": self.total_bytes / GIB,
             "device_gib": None if self.device_bytes is None else self.device_bytes / GIB,
             "usable_gib": None if self.usable_bytes is None else self.usable_bytes / GIB,
@@ -108,25 +119,33 @@ def plan_memory(
     kv_tokens_per_seq: float | None = None,
     extra_weights_bytes: float = 0.0,
     extra_kv_per_seq_bytes: float = 0.0,
+    slot_seqs: int | None = None,
 ) -> MemoryPlan:
     """Memory per GPU for `batch` sequences; `kv_tokens_per_seq` defaults to seq_tokens.
 
     `pass_tokens` is the largest forward pass (capped by engine.max_num_tokens). Continuous
     batching with paged KV passes the mean tokens a running sequence holds instead of the full
-    length. `extra_*` add a draft model's weights and KV.
+    length. `extra_*` add a draft model's weights and KV. `slot_seqs` is the number of sequence
+    slots the runtime allocates buffers for (default: the engine's max_num_seqs; a static batch
+    is built for exactly its batch).
     """
     per_seq = kv_bytes_per_seq_per_gpu(sh, kv_tokens_per_seq or seq_tokens) + extra_kv_per_seq_bytes
     weights = sh.weights_per_gpu_bytes() + extra_weights_bytes
     tokens = min(pass_tokens, engine.max_num_tokens)
-    work = workspace_bytes(sh, tokens, batch, act_bytes)
+    slots = slot_buffer_bytes(engine, sh.spec.vocab, slot_seqs)
+    # logits of the running sequences, unless the runtime holds them per slot already
+    work = workspace_bytes(sh, tokens, 0 if slots else batch, act_bytes)
     # a large batch fills the engine's largest forward pass: size the workspace for it
     largest = workspace_bytes(sh, engine.max_num_tokens, 0, act_bytes)
-    usable = usable_bytes(engine, device_bytes, weights + RUNTIME_RESERVED_BYTES + largest)
+    fixed = weights + RUNTIME_RESERVED_BYTES + largest + slots
+    usable = usable_bytes(engine, device_bytes, fixed)
     max_batch = None
     if usable is not None:
-        free = usable - weights - RUNTIME_RESERVED_BYTES - largest
-        # attention data parallelism: a rank holds the KV of 1/attn_dp of the sequences
-        per = per_seq / sh.attn_dp + sh.logits_out * 4.0
+        free = usable - fixed
+        # attention data parallelism: a rank holds the KV of 1/attn_dp of the sequences;
+        # fp32 logits per running sequence unless the runtime pre-allocated them per slot
+        logits = 0.0 if slots else sh.logits_out * 4.0
+        per = per_seq / sh.attn_dp + logits
         max_batch = max(0, math.floor(free / per)) if free > 0 else 0
     return MemoryPlan(
         weights_bytes=weights,
@@ -137,4 +156,5 @@ def plan_memory(
         usable_bytes=usable,
         kv_per_seq_bytes=per_seq,
         max_batch=max_batch,
+        slot_buffers_bytes=slots,
     )

@@ -210,7 +210,12 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
     """The InferPlan of an offline batch of `num_requests` (split evenly over the replicas)."""
     from dataclasses import replace
 
-    from flopwise.plan.infer.batching import continuous_memory, kv_tokens_held, max_concurrency
+    from flopwise.plan.infer.batching import (
+        continuous_memory,
+        kv_tokens_held,
+        max_concurrency,
+        sized_context,
+    )
     from flopwise.plan.infer.planner import (
         InferPlan,
         assumptions_for,
@@ -220,6 +225,7 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
         utilisation,
     )
 
+    ctx, _ = sized_context(ctx)  # the engine as its builder sizes it (trtllm_build.py)
     job = ctx.job
     per_replica = math.ceil(num_requests / job.replicas)
     fit = max_concurrency(ctx)

@@ -333,6 +333,7 @@ def static_memory(ctx: Context, batch: int) -> MemoryPlan:
         job.input_len + job.output_len,
         batch * job.input_len,
         ctx.rates.act_bytes,
+        slot_seqs=batch,  # a static batch's engine is built for exactly its batch
     )
 
 

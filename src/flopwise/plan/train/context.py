@@ -31,6 +31,7 @@ from flopwise.workload.params import (
 from flopwise.workload.spec import ModelSpec
 
 from .constants import MEMORY_HEADROOM_FRACTION, fraction_group, sustained_compute_fraction
+from .fp8 import Fp8Recipe, get_fp8_recipe
 from .layout import TrainJob, zero_shard_gpus
 from .recipes import resolve_recipe
 
@@ -46,6 +47,7 @@ class ModelContext:
     job: TrainJob
     counts: ParamCounts = field(init=False)
     recipe: TrainingRecipe = field(init=False)
+    fp8_recipe: Fp8Recipe = field(init=False)  # scaling around FP8 GEMMs (used with fp8 only)
     gpus_per_node: int = field(init=False)
     domain: int = field(init=False)  # GPUs that share the scale-up fabric
     bw_bytes_s: float = field(init=False)  # achievable HBM bandwidth
@@ -70,6 +72,7 @@ class ModelContext:
         m, hw, job = self.model, self.hw, self.job
         self.counts = count_params(m)
         self.recipe = resolve_recipe(job.recipe_name)
+        self.fp8_recipe = get_fp8_recipe(job.fp8_recipe_name)
         gpn = job.gpus_per_node
         if gpn is None and hw.system_id is not None:
             gpn = get_system(hw.system_id).gpus_per_node

@@ -13,6 +13,7 @@ from flopwise.plan.roofline import collective_time_s
 
 from .constants import ACT_BYTES, DP_OVERLAP_FRACTION, OVERLAP_COMPUTE_TAX
 from .context import ModelContext
+from .fp8 import FP8_BYTES
 from .layout import Layout
 from .memory import _stage_params
 from .recipes import grad_reduce_bytes
@@ -30,6 +31,7 @@ def dp_exposed_s(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: 
     if hit is None:
         p_first, _, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep)
         rb = grad_reduce_bytes(ctx.recipe)
+        gb = fsdp_gather_bytes_per_param(ctx)
         shard = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp)
         n_exp = max(n // lay.ep, 1)
 
@@ -44,7 +46,7 @@ def dp_exposed_s(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: 
             if s >= group:
                 return (
                     collective_time_s("reduce_scatter", params * rb, group, tier),
-                    collective_time_s("all_gather", params * ACT_BYTES, group, tier),
+                    collective_time_s("all_gather", params * gb, group, tier),
                 )
             # HSDP: reduce-scatter and gather inside the node, then all-reduce each GPU's
             # shard with its replicas in the other nodes (FSDP HYBRID_SHARD post-backward)
@@ -53,7 +55,7 @@ def dp_exposed_s(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: 
             outer = ctx.tier(reps, lay.tp * n)
             red = collective_time_s("reduce_scatter", params * rb, s, inner)
             red += collective_time_s("all_reduce", params / s * rb, reps, outer)
-            return red, collective_time_s("all_gather", params * ACT_BYTES, s, inner)
+            return red, collective_time_s("all_gather", params * gb, s, inner)
 
         a = traffic(p_first, n, shard)
         b = traffic(p_exp, n_exp, min(shard, n_exp))
@@ -84,6 +86,17 @@ def dp_exposed_s(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: 
     fwd = exposed(gather_s, mb_fwd)
     bwd = exposed(gather_s + reduce_s, mb_bwd)
     return m * (fwd + bwd + (2.0 * gather_s + reduce_s) / layers)
+
+
+def fsdp_gather_bytes_per_param(ctx: ModelContext) -> float:
+    """Bytes per parameter of a ZeRO/FSDP parameter all-gather: 16-bit, except the transformer
+    layers' linear weights under an FP8 recipe that gathers them in FP8 (plan/train/fp8.py);
+    embeddings, norms and the output projection stay 16-bit."""
+    if ctx.job.dtype != "fp8" or not ctx.fp8_recipe.fp8_fsdp_all_gather:
+        return ACT_BYTES
+    c = ctx.counts
+    linear = (c.attention + c.mlp + c.experts + c.shared_experts) / max(c.total, 1)
+    return ACT_BYTES * (1.0 - linear) + FP8_BYTES * linear
 
 
 def tied_embedding_s(ctx: ModelContext, lay: Layout) -> float:

@@ -42,6 +42,13 @@ class FrameworkProfile:
     pp_scatter_gather: bool  # p2p sends split over TP ranks (Megatron scatter/gather)
     ep_comm_overlap: bool  # expert all-to-all under another microbatch's compute
     recipes: Mapping[str, str]  # dtype -> training-state recipe
+    # FP8 scaling recipe of --dtype fp8 (plan/train/fp8.py): Transformer Engine's delayed
+    # scaling unless the framework trains FP8 otherwise
+    fp8_recipe: str = "delayed"
+    # the attention's Q, K and V projections and the MLP's gate and up projections are
+    # separate GEMMs (one nn.Linear each), not one fused GEMM per input (Megatron-Core
+    # linear_qkv and linear_fc1, Transformer Engine LayerNormLinear)
+    separate_projections: bool = False
     max_tp: int | None = None  # None: any; 1: the framework has no tensor parallelism
     max_pp: int | None = None
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
@@ -75,6 +82,8 @@ class FrameworkProfile:
             "pp_scatter_gather": self.pp_scatter_gather,
             "ep_comm_overlap": self.ep_comm_overlap,
             "recipes": dict(self.recipes),
+            "fp8_recipe": self.fp8_recipe,
+            "separate_projections": self.separate_projections,
             "max_tp": self.max_tp,
             "max_pp": self.max_pp,
             "zero_stages": list(self.zero_stages),
@@ -182,12 +191,18 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         pp_scatter_gather=False,
         ep_comm_overlap=False,
         recipes=_FSDP_RECIPES,
+        # torchao float8 (--model.converters float8): recipe_name unset = tensorwise
+        fp8_recipe="tensorwise",
+        # torchtitan/models/llama3/model.py: Attention wq, wk, wv; FeedForward w1, w3
+        separate_projections=True,
         sources=(
             "pytorch/torchtitan docs/fsdp.md (FSDP2: reshard_after_forward, implicit "
             "prefetching) and train_configs/llama3_*.toml (mixed_precision_param bfloat16, "
             "mixed_precision_reduce float32)",
             "PyTorch SDPA: the flash backend is FlashAttention-2 "
             "(torch.nn.functional.scaled_dot_product_attention docs)",
+            "pytorch/torchtitan docs/float8.md: float8 via torchao, tensorwise scaling unless "
+            "recipe_name is rowwise / rowwise_with_gw_hp",
         ),
     ),
     FrameworkProfile(

@@ -82,6 +82,8 @@ class TrainJob:
     # MaxText remat_policy=custom: (tensor, "device" | "offload" | "remat") pairs
     # (workload/remat.py); tensors not named are recomputed, the layer input stays on device
     remat_tensors: tuple[tuple[str, str], ...] = ()
+    # FP8 scaling recipe (plan/train/fp8.py); None: the framework profile's. Only with fp8
+    fp8_recipe: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("gpus", "seq_len", "global_batch_seqs"):
@@ -117,6 +119,14 @@ class TrainJob:
             raise FlopwiseError(
                 f"attention {self.attention!r} is not one of {', '.join(ATTENTION_IMPLS)}"
             )
+        if self.fp8_recipe is not None:
+            from flopwise.plan.train.fp8 import get_fp8_recipe
+
+            get_fp8_recipe(self.fp8_recipe)
+            if self.dtype != "fp8":
+                raise FlopwiseError(
+                    f"--fp8-recipe {self.fp8_recipe} applies to --dtype fp8, not {self.dtype}"
+                )
         f = self.sustained_compute_fraction
         if f is not None and not 0.0 < f <= 1.5:
             raise FlopwiseError(f"sustained compute fraction must be in (0, 1.5], got {f}")
@@ -146,6 +156,10 @@ class TrainJob:
     @property
     def attention_kernel(self) -> str:
         return self.attention or self.profile.attention
+
+    @property
+    def fp8_recipe_name(self) -> str:
+        return self.fp8_recipe or self.profile.fp8_recipe
 
     def tp_overlap(self) -> bool:
         o = self.tp_comm_overlap

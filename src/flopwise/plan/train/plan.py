@@ -145,6 +145,7 @@ class TrainPlan:
             "gpus_per_node": c["gpus_per_node"],
             "dtype": job.dtype,
             "recipe": job.recipe_name,
+            "fp8_recipe": job.fp8_recipe_name if job.dtype == "fp8" else None,
             "params": c["params"],
             "active_params": c["active_params"],
             "tokens": job.tokens,

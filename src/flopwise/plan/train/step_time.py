@@ -30,7 +30,6 @@ from .constants import (
     ACT_BYTES,
     ADAM_EXTRA_WRITE_BYTES,
     CROSS_ENTROPY_TRAFFIC_BYTES,
-    FP8_CAST_BYTES_PER_ELEMENT,
     HIDDEN_ELEMENTWISE_PER_LAYER,
     MEMORY_BOUND_BWD_FACTOR,
     OVERLAP_COMPUTE_TAX,
@@ -43,6 +42,7 @@ from .constants import (
 )
 from .context import ModelContext
 from .dp_comm import dp_exposed_s, tied_embedding_s
+from .fp8 import FP8_BYTES, layer_cast_cost
 from .layout import Layout
 from .memory import _stage_params
 from .recipes import grad_reduce_bytes
@@ -76,7 +76,15 @@ def _gemm(
         return hit  # type: ignore[return-value]
     mi, ni, ki = max(int(m), 1), max(int(n), 1), max(int(k), 1)
     fwd = gemm_time_s(mi, ni, ki, ctx.hw, dt, batch)
-    bwd = gemm_time_s(mi, ki, ni, ctx.hw, dt, batch) + gemm_time_s(ki, ni, mi, ctx.hw, dt, batch)
+    dgrad = gemm_time_s(mi, ki, ni, ctx.hw, dt, batch)
+    wgrad_dt = dt
+    if dt == "fp8":
+        # the FP8 recipe's GEMM kernels (row-wise scaled, or a 16-bit weight gradient)
+        r = ctx.fp8_recipe
+        fwd /= r.fwd_gemm_fraction
+        dgrad /= r.dgrad_gemm_fraction
+        wgrad_dt = r.wgrad_dtype
+    bwd = dgrad + gemm_time_s(ki, ni, mi, ctx.hw, wgrad_dt, batch)
     cache[key] = (fwd, bwd)
     return fwd, bwd
 
@@ -97,11 +105,25 @@ def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) 
 
         cols = attention_params(m) / h - m.heads * m.v_head_dim
         qkv = _gemm(ctx, t, cols / tp, h)
+    elif ctx.job.profile.separate_projections:
+        # three GEMMs sharing one input (torchtitan's Llama: wq, wk, wv nn.Linear)
+        parts = (
+            _gemm(ctx, t, m.heads * m.head_dim / tp, h),
+            _gemm(ctx, t, kv_local * m.head_dim, h),
+            _gemm(ctx, t, kv_local * m.v_head_dim, h),
+        )
+        qkv = (sum(p[0] for p in parts), sum(p[1] for p in parts))
     else:
         qkv = _gemm(ctx, t, (m.heads * m.head_dim) / tp + kv_local * (m.head_dim + m.v_head_dim), h)
     out = _gemm(ctx, t, h, m.heads * m.v_head_dim / tp)
     mult = 2 if m.gated_mlp else 1
-    dense_mlp = [_gemm(ctx, t, mult * m.ffn / tp, h), _gemm(ctx, t, h, m.ffn / tp)] if m.ffn else []
+    if ctx.job.profile.separate_projections:
+        # gate and up projections as two GEMMs (torchtitan's FeedForward: w1, w3)
+        up = _gemm(ctx, t, m.ffn / tp, h)
+        dense_up = (mult * up[0], mult * up[1])
+    else:
+        dense_up = _gemm(ctx, t, mult * m.ffn / tp, h)
+    dense_mlp = [dense_up, _gemm(ctx, t, h, m.ffn / tp)] if m.ffn else []
     moe_mlp: list[tuple[float, float]] = []
     if m.is_moe:
         local = m.experts // ep
@@ -134,28 +156,28 @@ def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) 
     e_fwd = elems * t * ACT_BYTES / ctx.bw_bytes_s
     e_bwd = MEMORY_BOUND_BWD_FACTOR * e_fwd
     if ctx.job.dtype == "fp8":
-        # cast (and transpose) every GEMM input: activations forward, output gradients backward
-        q_kv = (m.heads * m.head_dim) / tp + kv_local * (m.head_dim + m.v_head_dim)
-        width = m.ffn if not m.is_moe else m.experts_per_token * m.expert_ffn
-        cast_f = 2.0 * h / (tp if sp else 1) + (m.heads * m.v_head_dim + width) / tp
-        cast_b = 2.0 * h / (tp if sp else 1) + q_kv + mult * width / tp
-        per_elem = FP8_CAST_BYTES_PER_ELEMENT / ctx.bw_bytes_s
-        e_fwd += cast_f * t * per_elem
-        e_bwd += cast_b * t * per_elem
+        # the recipe's casts (and transposes, rescales) around every FP8 GEMM (plan/train/fp8.py)
+        cast = layer_cast_cost(ctx, ctx.fp8_recipe, t, tp, sp, ep)
+        e_fwd += cast.fwd_s
+        e_bwd += cast.bwd_s
     # tensor parallel: 2 all-reduces (or all-gather + reduce-scatter pairs) each way per layer
     tp_f = 0.0
     if tp > 1:
         tier = ctx.tier(tp, tp)
         size = t * h * ACT_BYTES
-        if sp:
-            one = collective_time_s("all_gather", size, tp, tier)
-            one += collective_time_s("reduce_scatter", size, tp, tier)
-        else:
-            one = collective_time_s("all_reduce", size, tp, tier)
         exposed = TP_EXPOSED_FRACTION
         if ctx.job.tp_overlap():
             exposed = 1.0 / tp + OVERLAP_COMPUTE_TAX
-        tp_f = 2.0 * one * min(exposed, 1.0)
+        if sp:
+            gather, gather_exposed = size, exposed
+            if ctx.job.dtype == "fp8" and ctx.fp8_recipe.fp8_tp_all_gather:
+                gather = t * h * FP8_BYTES  # activations and gradients gathered in FP8
+            if ctx.job.dtype == "fp8" and not ctx.fp8_recipe.async_tp_fuses_all_gather:
+                gather_exposed = TP_EXPOSED_FRACTION  # the all-gather-matmul is not fused
+            tp_f = 2.0 * collective_time_s("all_gather", gather, tp, tier) * min(gather_exposed, 1)
+            tp_f += 2.0 * collective_time_s("reduce_scatter", size, tp, tier) * min(exposed, 1.0)
+        else:
+            tp_f = 2.0 * collective_time_s("all_reduce", size, tp, tier) * min(exposed, 1.0)
     # context parallel: ring exchange of K and V, hidden behind the attention core if it can be
     cp_f = cp_b = 0.0
     if cp > 1:

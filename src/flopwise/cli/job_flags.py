@@ -114,6 +114,18 @@ def _frameworks() -> tuple[str, ...]:
     return tuple(FRAMEWORKS)
 
 
+def _recompute_modes() -> tuple[str, ...]:
+    from flopwise.workload.remat import POLICIES
+
+    return ("none", "selective", "full", "op", *POLICIES)
+
+
+def _remat_tensors(text: str) -> tuple[tuple[str, str], ...]:
+    from flopwise.workload.remat import parse_remat_tensors
+
+    return parse_remat_tensors(text)
+
+
 def _fp8_recipes() -> tuple[str, ...]:
     from flopwise.plan.train.fp8 import FP8_RECIPE_NAMES
 
@@ -235,9 +247,10 @@ JOB_FLAGS: list[JobFlag] = [
     ),
     JobFlag(
         "recompute",
-        "activation recompute (op: torchtitan's op-level selective checkpointing)",
+        "activation recompute (op: torchtitan's op-level selective checkpointing; minimal ... "
+        "custom: MaxText's remat_policy values, offloaded tensors go to host memory)",
         kinds=_T,
-        choices=("none", "selective", "full", "op"),
+        choices=_recompute_modes(),
         group=_LAYOUT,
     ),
     JobFlag(
@@ -309,6 +322,16 @@ JOB_FLAGS: list[JobFlag] = [
             ("dp-comm-overlap", "gradient reduction overlaps the backward (DDP/FSDP buckets)"),
             ("pp-scatter-gather", "pipeline sends split over TP ranks (Megatron scatter/gather)"),
         )
+    ),
+    JobFlag(
+        "remat-tensors",
+        "MaxText remat_policy=custom: NAME=device|offload|remat,... for decoder_layer_input, "
+        "query_proj, key_proj, value_proj, qkv_proj, context, out_proj, mlpwi, mlpwi_0, "
+        "mlpwi_1, mlpwo (unnamed: remat; the layer input: device); with --recompute custom",
+        kinds=_T,
+        parse=_remat_tensors,
+        metavar="NAME=PLACE,...",
+        group=_FRAMEWORK,
     ),
     JobFlag(
         "objective",

@@ -38,6 +38,7 @@ def framework_job_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "ep_comm_overlap": args.ep_comm_overlap,
         "dp_comm_overlap": args.dp_comm_overlap,
         "pp_scatter_gather": args.pp_scatter_gather,
+        "remat_tensors": getattr(args, "remat_tensors", None) or (),
         "fp8_recipe": args.fp8_recipe,
     }
 

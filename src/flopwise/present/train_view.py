@@ -149,7 +149,13 @@ def show_train_plan(doc: dict[str, Any]) -> None:
     out.print(table("Training plan", ["", ""], summary, caption=caption))
     mem = doc["memory_breakdown"]
     mem_rows = [(label, f"{mem[key]:,.2f}") for key, label in _MEMORY_ROWS if mem[key]]
+    if mem.get("phase_reuse_gib"):
+        mem_rows.append(("reused: loss vs layer backward (XLA)", f"-{mem['phase_reuse_gib']:,.2f}"))
     mem_rows.append(("total", f"{mem['total_gib']:,.2f}"))
+    if mem.get("host_offload_gib"):
+        mem_rows.append(
+            ("host memory (offloaded, not in total)", f"{mem['host_offload_gib']:,.2f}")
+        )
     out.print(
         table(
             f"Memory per GPU, GiB ({mem['stage']} pipeline stage)",

@@ -73,6 +73,8 @@ def show_training_validation(rep: dict[str, Any], rows: bool = False) -> None:
         + ", ".join(unfit[:6])
         + (" ..." if len(unfit) > 6 else "")
     )
+    for rid, why in (mem.get("unresolved_misfits") or {}).items():
+        notes.append(f"{rid}: {why}")
     fitted = rep.get("fitted_constants", {}).get("sustained_compute_fraction", {})
     if fitted:
         shipped = ", ".join(f"{k} {v:g}" for k, v in fitted.get("shipped", {}).items())

@@ -29,6 +29,7 @@ from flopwise.validate.train_arch import (
     hardware_flags,
     published_model_id,
 )
+from flopwise.validate.train_remat import maxtext_remat
 
 Row = Mapping[str, str]
 
@@ -263,13 +264,16 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
         out += ["--pp", "1", "--dp", str(dp), "--cp", "1", "--zero", "3", "--hsdp"]
         out += ["--scaleup-domain", str(gpus // n_slices)]
         out += ["--microbatch", str(gbs // dp)]
-        put("--recompute", rc)
+        policy, tensors, remat_note = maxtext_remat(row)
+        put("--recompute", policy)
+        if tensors:
+            out += ["--remat-tensors", tensors]
         note = (
             f"{n_slices} slice(s) of {gpus // n_slices} chips: FSDP over ICI inside a slice, "
             "data parallel over DCN between slices (HSDP); one microbatch per step"
         )
-        if "offload" in row.get("recompute", "").lower():
-            note += "; host offload of activations not modelled (read as selective)"
+        if remat_note:
+            note += "; " + remat_note
         # the loss is one XLA-fused computation (no materialised fp32 copies of the logits)
         out += ["--fused-loss"]
         return out, note

@@ -27,6 +27,7 @@ from flopwise.plan.train.constants import (
 )
 from flopwise.plan.train.interval import INTERVAL_LEVEL, regime_name
 from flopwise.validate.common import SkippedRow
+from flopwise.validate.memory import unresolved_misfits
 from flopwise.validate.scoring import Summary, quantile, summarize
 from flopwise.validate.train_rows import (
     FAMILIES,
@@ -320,6 +321,7 @@ class TrainingValidation:
                 **self.memory.to_dict(),
                 "metric": "predicted peak memory per GPU vs published peak memory",
                 "published_layouts_not_fitting": self.not_fitting,
+                "unresolved_misfits": unresolved_misfits(self.not_fitting),
             },
             "n": len(self.rows),
             "rows": [r.to_dict() for r in self.rows],

@@ -12,7 +12,9 @@ Conventions:
   forward (not the logits); selective recompute re-runs the attention core only; "op"
   (torchtitan's op-level selective checkpointing, parallelize_llama.py _save_list) saves every
   other matmul output and the attention outputs, and re-runs the other matmuls (wk, wo and w3 of
-  a gated block; wk, wo and w2 otherwise) and the elementwise ops.
+  a gated block; wk, wo and w2 otherwise) and the elementwise ops. MaxText's named remat
+  policies (workload/remat.py) re-run what they do not keep: the attention core unless the
+  attention output is kept, and the projections whose outputs the backward needs but lost.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from typing import Any, Literal
 
 from flopwise.errors import FlopwiseError
 from flopwise.workload.params import ParamCounts, count_params
+from flopwise.workload.remat import POLICIES, recompute_matmul_params, recomputes_attention
 from flopwise.workload.spec import ModelSpec
 
 Convention = Literal["full", "causal"]
-Recompute = Literal["none", "selective", "full", "op"]
 CONVENTIONS: tuple[str, ...] = ("full", "causal")
-RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full", "op")
+#: Megatron's three, torchtitan's op-level "op", and MaxText's remat policies
+RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full", "op", *POLICIES)
 
 
 def _check(convention: str, recompute: str = "none") -> None:
@@ -117,8 +120,10 @@ def train_flops_per_token(
     recompute: str = "none",
     convention: str = "full",
     counts: ParamCounts | None = None,
+    remat_tensors: tuple[tuple[str, str], ...] = (),
 ) -> TrainFlops:
-    """Training FLOPs per token: 3 passes of matmuls and attention, plus recompute if any."""
+    """Training FLOPs per token: 3 passes of matmuls and attention, plus recompute if any
+    (``remat_tensors``: the per-tensor choices of MaxText's ``custom`` policy)."""
     _check(convention, recompute)
     if seq_len <= 0:
         raise FlopwiseError(f"sequence length must be positive, got {seq_len}")
@@ -126,12 +131,16 @@ def train_flops_per_token(
     matmul = 2.0 * c.matmul_active
     attn = attention_flops_per_token(spec, seq_len, convention)
     model = 3.0 * (matmul + attn)
-    extra = {
-        "none": 0.0,
-        "selective": attn,
-        "full": 2.0 * c.layer_matmul_active + attn,
-        "op": 2.0 * op_recompute_params(spec),
-    }[recompute]
+    if recompute in POLICIES:
+        extra = 2.0 * recompute_matmul_params(spec, recompute, remat_tensors)
+        extra += attn if recomputes_attention(recompute, remat_tensors) else 0.0
+    else:
+        extra = {
+            "none": 0.0,
+            "selective": attn,
+            "full": 2.0 * c.layer_matmul_active + attn,
+            "op": 2.0 * op_recompute_params(spec),
+        }[recompute]
     return TrainFlops(
         matmul_forward=matmul,
         attention_forward=attn,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import cast
 
+from flopwise.workload.remat import POLICIES
+
 from .constants import (
     ACT_BYTES,
     FUSED_LOSS_BYTES_PER_ELEMENT,
@@ -19,6 +21,7 @@ from .constants import (
 )
 from .context import ModelContext
 from .layout import Layout
+from .xla_memory import is_xla, policy_layer_bytes
 
 #: Recipes that train fp8 GEMMs through Transformer Engine (Megatron-Core, NeMo).
 TE_FP8_RECIPES = frozenset({"mcore-fp8", "nemo-fp8", "fp8-adam"})
@@ -34,10 +37,11 @@ def layer_activation_bytes(
     h = m.hidden
     kv_local = max(m.kv_heads / tp, 1.0)
     hidden_part = 4.0 * h / (tp if sp else 1)
-    if sp and tp > 1 and ctx.recipe.name.startswith("fsdp"):
+    if sp and tp > 1 and ctx.recipe.name.startswith("fsdp") and not is_xla(ctx):
         # PyTorch tensor parallelism (DTensor SequenceParallel -> ColwiseParallel) all-gathers
         # the norm output and the matmul saves that gathered input; Megatron saves its shard and
-        # re-gathers in the backward (Korthikanti §4.2.2)
+        # re-gathers in the backward (Korthikanti §4.2.2). XLA's SPMD all-gather before a
+        # matmul is a temporary of that matmul, not a residual (xla_memory.py)
         hidden_part += 2.0 * h * (1.0 - 1.0 / tp)
     q = m.heads / tp * m.head_dim
     k = kv_local * m.head_dim
@@ -102,6 +106,11 @@ def op_checkpoint_bytes(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool) 
     return per_token * tokens * ACT_BYTES
 
 
+def layer_acts_full(ctx: ModelContext, lay: Layout) -> float:
+    """One layer-microbatch's activations without recompute."""
+    return layer_activation_bytes(ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel)[0]
+
+
 def layer_acts(ctx: ModelContext, lay: Layout) -> tuple[float, float]:
     """(bytes kept per layer-microbatch, one layer's working set rebuilt by full recompute)."""
     key = (lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel)
@@ -112,6 +121,10 @@ def layer_acts(ctx: ModelContext, lay: Layout) -> tuple[float, float]:
             ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel
         )
     full, selective_saves, layer_input = cast("tuple[float, float, float]", hit)
+    if lay.recompute in POLICIES:
+        # MaxText's named remat policies: what stays in HBM, what goes to host, the rest rebuilt
+        kept, working, _host = policy_layer_bytes(ctx, lay, full)
+        return kept, working
     if lay.recompute == "full":
         return layer_input, full
     if lay.recompute == "op":

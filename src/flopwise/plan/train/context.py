@@ -14,7 +14,11 @@ from flopwise.hardware import Hardware
 from flopwise.plan.efficiency import power_clock_factor
 from flopwise.plan.roofline import Tier, memory_bw_bytes_per_s, tier_for
 from flopwise.units import GIB
-from flopwise.workload.flops import attention_flops_per_token, train_flops_per_token
+from flopwise.workload.flops import (
+    RECOMPUTE_MODES,
+    attention_flops_per_token,
+    train_flops_per_token,
+)
 from flopwise.workload.memory_bytes import TrainingRecipe
 from flopwise.workload.params import (
     ParamCounts,
@@ -111,8 +115,10 @@ class ModelContext:
             attention_flops_per_token(m, job.seq_len, "causal") / m.layers
         )
         flops = {
-            rc: train_flops_per_token(m, job.seq_len, recompute=rc, counts=self.counts)
-            for rc in ("none", "selective", "full", "op")
+            rc: train_flops_per_token(
+                m, job.seq_len, recompute=rc, counts=self.counts, remat_tensors=job.remat_tensors
+            )
+            for rc in RECOMPUTE_MODES
         }
         self.model_flops_per_token = flops["none"].model
         self.recompute_flops_per_token = {rc: f.recompute for rc, f in flops.items()}

@@ -54,6 +54,8 @@ class FrameworkProfile:
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
     context_parallel: bool = True
     sources: tuple[str, ...] = ()
+    # recompute modes the layout search tries (None: Megatron's none, selective, full)
+    recompute_modes: tuple[str, ...] | None = None
 
     def recipe_for(self, dtype: str) -> str:
         return self.recipes.get(dtype, self.recipes["bf16"])
@@ -258,9 +260,13 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         ep_comm_overlap=False,
         recipes=_FSDP_RECIPES,
         context_parallel=False,
+        # its remat_policy values (configs/base.yml; workload/remat.py) that keep tensors in
+        # HBM or recompute them; the host-offloading ones only when asked: the time of their
+        # device-host copies is not modelled (no sourced TPU host-link bandwidth in the catalog)
+        recompute_modes=("none", "minimal", "save_dot_except_mlpwi", "save_qkv_proj", "full"),
         sources=(
             "AI-Hypercomputer/maxtext MaxText/configs/base.yml: ici_fsdp_parallelism, "
-            "ici_tensor_parallelism, attention 'flash' (splash kernels)",
+            "ici_tensor_parallelism, attention 'flash' (splash kernels), remat_policy",
         ),
     ),
 )

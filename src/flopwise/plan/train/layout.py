@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.units import human_count
+from flopwise.workload.flops import RECOMPUTE_MODES
+from flopwise.workload.remat import parse_remat_tensors
 from flopwise.workload.spec import ModelSpec
 
 if TYPE_CHECKING:
     from flopwise.plan.train.frameworks import FrameworkProfile
 
-RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full", "op")
 #: What the search tries when recompute is free: Megatron's three; "op" (torchtitan's op-level
 #: selective checkpointing) when asked for
 SEARCHED_RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
@@ -78,6 +79,9 @@ class TrainJob:
     # the loss is one fused cross-entropy kernel (torch.compile, FlashAttention's Triton
     # cross-entropy): no fp32 copies of the logits; applies to the PyTorch-native (FSDP) recipes
     fused_loss: bool = False
+    # MaxText remat_policy=custom: (tensor, "device" | "offload" | "remat") pairs
+    # (workload/remat.py); tensors not named are recomputed, the layer input stays on device
+    remat_tensors: tuple[tuple[str, str], ...] = ()
     # FP8 scaling recipe (plan/train/fp8.py); None: the framework profile's. Only with fp8
     fp8_recipe: str | None = None
 
@@ -131,6 +135,9 @@ class TrainJob:
             raise FlopwiseError(f"memory headroom must be at least 0 GiB, got {hr}")
         if self.objective not in OBJECTIVES:
             raise FlopwiseError(f"objective {self.objective!r} is not one of time, cost")
+        if self.remat_tensors:
+            text = ",".join(f"{n}={p}" for n, p in self.remat_tensors)
+            object.__setattr__(self, "remat_tensors", parse_remat_tensors(text))
 
     @property
     def profile(self) -> FrameworkProfile:

@@ -34,11 +34,13 @@ from typing import Any
 
 from flopwise.units import GIB
 from flopwise.workload.memory_bytes import TrainingRecipe
+from flopwise.workload.remat import POLICIES
 
 from .activations import (
     TE_FP8_RECIPES,
     layer_activation_bytes,
     layer_acts,
+    layer_acts_full,
     logits_bytes,
     op_checkpoint_bytes,
 )
@@ -50,6 +52,7 @@ from .constants import (
 )
 from .context import ModelContext
 from .layout import Layout
+from .xla_memory import XLA_FSDP_GATHERED_LAYERS, is_xla, policy_layer_bytes
 
 __all__ = [
     "TE_FP8_RECIPES",
@@ -110,7 +113,8 @@ def state_bytes(ctx: ModelContext, lay: Layout) -> StateBytes:
     z = lay.zero
 
     layer_p = (p_first + p_exp) / max(-(-ctx.layers // lay.pp), 1)
-    out = [_state(r, z, p, p_exp, n, n_exp, layer_p) for p in (p_first, p_last)]
+    gathered = XLA_FSDP_GATHERED_LAYERS if is_xla(ctx) else ZERO3_GATHERED_LAYERS
+    out = [_state(r, z, p, p_exp, n, n_exp, layer_p, gathered) for p in (p_first, p_last)]
     res = StateBytes(first=out[0], last=out[1])
     cache[key] = res
     return res
@@ -137,8 +141,11 @@ def _state(
     n: int,
     n_exp: int,
     layer_p: float,
+    gathered_layers: int = ZERO3_GATHERED_LAYERS,
 ) -> tuple[float, float, float, float, float]:
-    """(weights, grads, master, optimizer, transient) bytes for p shared + p_exp expert params."""
+    """(weights, grads, master, optimizer, transient) bytes for p shared + p_exp expert params;
+    `gathered_layers`: layers whose weights ZeRO-3 holds gathered at once (PyTorch FSDP: the
+    computing and the prefetched one; XLA over scanned layers: one, xla_memory.py)."""
     w = weight_bytes_per_param(r, z)
 
     def split(q: float, shard: int) -> tuple[float, float, float, float]:
@@ -152,9 +159,9 @@ def _state(
     # ZeRO-3: gathered 16-bit weights and their 16-bit gradients before the reduce-scatter;
     # ZeRO-2: the unsharded 16-bit gradients of the layers whose reduce-scatter is in flight
     if z >= 3:
-        transient = ZERO3_GATHERED_LAYERS * layer_p * 2 * ACT_BYTES
+        transient = gathered_layers * layer_p * 2 * ACT_BYTES
     elif z == 2:
-        transient = ZERO3_GATHERED_LAYERS * layer_p * ACT_BYTES
+        transient = gathered_layers * layer_p * ACT_BYTES
     else:
         transient = 0.0
     a = split(p, n)
@@ -223,6 +230,10 @@ class MemoryBreakdown:
     fragmentation: float
     framework: float
     capacity: float | None
+    # XLA: bytes the loss phase and a layer's backward reuse (xla_memory.py), off the sum
+    phase_reuse: float = 0.0
+    # bytes a remat policy keeps in pinned host memory (not device memory, not in the total)
+    host_offload: float = 0.0
 
     @property
     def total(self) -> float:
@@ -236,6 +247,7 @@ class MemoryBreakdown:
             + self.logits
             + self.fragmentation
             + self.framework
+            - self.phase_reuse
         )
 
     @property
@@ -255,6 +267,8 @@ class MemoryBreakdown:
             "logits_gib": self.logits / g,
             "allocator_fragmentation_gib": self.fragmentation / g,
             "framework_overhead_gib": self.framework / g,
+            "phase_reuse_gib": self.phase_reuse / g,
+            "host_offload_gib": self.host_offload / g,
             "total_gib": self.total / g,
             "usable_gib": None if self.capacity is None else self.capacity / g,
         }
@@ -281,7 +295,8 @@ def _rank_state(
     n = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp)
     n_exp = max(min(n, lay.dp * lay.cp // lay.ep), 1)
     layer_p = (per_layer + frac_moe * ctx.moe_expert_params / lay.ep) / lay.tp
-    res = _state(ctx.recipe, lay.zero, p, p_exp, n, n_exp, layer_p)
+    gathered = XLA_FSDP_GATHERED_LAYERS if is_xla(ctx) else ZERO3_GATHERED_LAYERS
+    res = _state(ctx.recipe, lay.zero, p, p_exp, n, n_exp, layer_p, gathered)
     cache[key] = res
     return res
 
@@ -291,15 +306,22 @@ def memory_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> Memor
     kept, working = layer_acts(ctx, lay)
     logits = logits_bytes(ctx, lay)
     cap, frag, fixed = ctx.capacity_bytes, ALLOCATOR_FRAGMENTATION, FRAMEWORK_FIXED_BYTES
-    if ctx.hw.id.startswith("tpu"):
+    if is_xla(ctx):
         # XLA on TPU assigns buffers statically at compile time: no CUDA context, NCCL
         # buffers or caching allocator (JAX's bytes_limit is the HBM XLA may plan into)
         frag, fixed = 0.0, 0.0
     if lay.pp == 1:
         w, g, ms, o, z3 = _rank_state(ctx, lay, ctx.layers, True, True)
         acts = ctx.layers * kept + working
+        host = ctx.layers * _host_bytes(ctx, lay)
+        if is_xla(ctx):
+            # two peaks, not their sum: the loss (logits and the output head's gathered weight
+            # and gradient) and one layer's backward (its working set and gathered weights)
+            loss = logits + _head_gathered_bytes(ctx, lay)
+            reuse = min(loss, working + z3)
+            return MemoryBreakdown("only", w, g, ms, o, z3, acts, loss, 0.0, 0.0, cap, reuse, host)
         return MemoryBreakdown(
-            "only", w, g, ms, o, z3, acts, logits, frag * (acts + logits), fixed, cap
+            "only", w, g, ms, o, z3, acts, logits, frag * (acts + logits), fixed, cap, 0.0, host
         )
     layers = stage_layers(ctx.layers, lay.pp)
     best_total, best_rank, best_acts = -1.0, 0, 0.0
@@ -315,9 +337,28 @@ def memory_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> Memor
     w, g, ms, o, z3 = _rank_state(ctx, lay, layers[best_rank], first, last)
     lg = logits if last else 0.0
     stage = "first" if first else "last" if last else f"rank {best_rank}"
+    host = in_flight_layers(lay, best_rank, layers[best_rank], microbatches) * _host_bytes(ctx, lay)
     return MemoryBreakdown(
-        stage, w, g, ms, o, z3, best_acts, lg, frag * (best_acts + lg), fixed, cap
+        stage, w, g, ms, o, z3, best_acts, lg, frag * (best_acts + lg), fixed, cap, 0.0, host
     )
+
+
+def _host_bytes(ctx: ModelContext, lay: Layout) -> float:
+    """Bytes per layer-microbatch a MaxText remat policy offloads to pinned host memory."""
+    if lay.recompute not in POLICIES:
+        return 0.0
+    full = layer_acts_full(ctx, lay)
+    return policy_layer_bytes(ctx, lay, full)[2]
+
+
+def _head_gathered_bytes(ctx: ModelContext, lay: Layout) -> float:
+    """The output projection's gathered 16-bit weight and its 16-bit gradient during the loss
+    under ZeRO-3 (FSDP all-gathers it like a layer's weights), split over TP."""
+    if lay.zero < 3:
+        return 0.0
+    c = ctx.counts
+    head = c.lm_head if c.lm_head else c.output_projection
+    return 2 * ACT_BYTES * head / lay.tp
 
 
 def total_memory_bytes(ctx: ModelContext, lay: Layout, microbatches: int) -> float:

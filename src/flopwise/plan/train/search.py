@@ -72,7 +72,11 @@ def search(
     if cap is not None and headroom:
         cap = max(cap - ctx.headroom_bytes, 0.0)
     domain = ctx.domain if cons.tp is None else max(ctx.domain, cons.tp)
-    rcs = [cons.recompute] if cons.recompute else list(SEARCHED_RECOMPUTE_MODES)
+    rcs = (
+        [cons.recompute]
+        if cons.recompute
+        else list(job.profile.recompute_modes or SEARCHED_RECOMPUTE_MODES)
+    )
     leanest_bytes = float("inf")
     lean_floor: tuple[float, Layout | None, int, int, bool] = (float("inf"), None, 1, 1, False)
     for tp, cp, pp, dp, ep in enumerate_layouts(model, job, cons, domain):

@@ -24,6 +24,7 @@ from flopwise.plan.efficiency import (
     HOPPER_OR_NEWER_PREFIXES,
 )
 from flopwise.plan.roofline import collective_time_s, gemm_time_s
+from flopwise.workload.remat import POLICIES
 
 from .constants import (
     ACT_BYTES,
@@ -45,6 +46,7 @@ from .fp8 import FP8_BYTES, layer_cast_cost
 from .layout import Layout
 from .memory import _stage_params
 from .recipes import grad_reduce_bytes
+from .xla_memory import policy_recompute_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +316,8 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
         # the re-run matmuls' share of the layer's forward GEMM time (workload/flops.py)
         share = ctx.recompute_flops_per_token["op"] / (2.0 * max(ctx.counts.layer_matmul_active, 1))
         rc_layer = (lc.compute_fwd - lc.attn_fwd) * share
+    elif lay.recompute in POLICIES:  # MaxText's remat policies (xla_memory.py)
+        rc_layer = policy_recompute_s(ctx, lay, lc.compute_fwd, lc.attn_fwd)
     else:
         rc_layer = 0.0
     # the slowest stage sets the pace: the first (most layers) or the last (layers + logits)

@@ -49,13 +49,16 @@ def filesystem_type(path: Path) -> str | None:
 
 
 @contextlib.contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM (as sent by schedulers and torchrun) unwinds like Ctrl-C, so cleanup runs."""
+def terminate_as_interrupt(first: Callable[[], None] | None = None) -> Iterator[None]:
+    """SIGTERM (as sent by schedulers and torchrun) unwinds like Ctrl-C, so cleanup runs;
+    `first` runs before the unwinding (e.g. to pass the signal on to worker processes)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum: int, frame: Any) -> None:
+        if first is not None:
+            first()
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, handler)

@@ -8,12 +8,12 @@ each device, the slowest, and the spread ((fastest - slowest) / fastest).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
+from flopwise.bench.io_ops import terminate_as_interrupt
 from flopwise.bench.matmul_run import MatmulConfig, run_matmul
 from flopwise.errors import FlopwiseError
 
@@ -67,29 +67,6 @@ class MultiDeviceRun:
         }
 
 
-@contextmanager
-def _forward_sigterm(pool: ProcessPoolExecutor) -> Iterator[None]:
-    """SIGTERM (Slurm's time limit, scancel, torchrun) reaches only this process, unlike Ctrl-C
-    which the terminal sends to the workers too: pass it on to them as SIGINT, so each stops
-    measuring and stores its partial run, then unwind here like Ctrl-C."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        _interrupt_workers(pool)
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def _interrupt_workers(pool: ProcessPoolExecutor) -> None:
     """SIGINT to every live worker, so each stops measuring and stores what it has."""
     import os
@@ -113,7 +90,9 @@ def run_matmul_devices(config: MatmulConfig, devices: list[str], db: str | None)
     docs: list[dict[str, Any]] = []
     with (
         ProcessPoolExecutor(max_workers=len(devices), mp_context=ctx) as pool,
-        _forward_sigterm(pool),
+        # SIGTERM (Slurm's time limit, scancel) reaches only this process, unlike Ctrl-C which
+        # the terminal sends to the workers too: pass it on so each stores its partial run
+        terminate_as_interrupt(lambda: _interrupt_workers(pool)),
     ):
         futures: list[Future[dict[str, Any]]] = [
             pool.submit(matmul_worker, config, dev, db) for dev in devices

@@ -132,7 +132,13 @@ def test_per_device_worker_measures_and_stores_one_device(tmp_path: Any) -> None
 
     db = str(tmp_path / "r.sqlite")
     cfg = MatmulConfig(m=(32,), n=(32,), k=(32,), iterations=2, warmup=0, device_warmup_s=0.0)
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
     doc = matmul_worker(cfg, "cpu", db)
+    # run in this process, the worker leaves Ctrl-C as it found it (an ignored SIGINT would
+    # also be inherited by every process started after it)
+    assert signal.getsignal(signal.SIGINT) == before
     assert doc["device"] == "cpu" and doc["best_tflops"] > 0
     assert ResultStore(db).get(doc["result_id"]).summary["best_tflops"] == doc["best_tflops"]
     fast = {**doc, "device": "cuda:1", "best_tflops": 2 * doc["best_tflops"]}

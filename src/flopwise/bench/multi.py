@@ -8,8 +8,9 @@ each device, the slowest, and the spread ((fastest - slowest) / fastest).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,21 +26,36 @@ def matmul_worker(config: MatmulConfig, device: str, db: str | None) -> dict[str
     # Ctrl-C reaches every worker too: run_matmul then returns its partial run, stored below.
     cfg = dataclasses.replace(config, device=device)
     run = run_matmul(cfg)
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # measured: a second signal must not lose it
     doc = run.to_dict()
     from flopwise.bench.device import resolve_device
 
-    doc["result_id"] = save_run(
-        "matmul",
-        summary=run.summary(),
-        payload=doc,
-        status=run.status,
-        info=resolve_device(device),
-        db=db,
-    )
+    with _no_second_interrupt():  # measured: a second signal must not lose it
+        doc["result_id"] = save_run(
+            "matmul",
+            summary=run.summary(),
+            payload=doc,
+            status=run.status,
+            info=resolve_device(device),
+            db=db,
+        )
     return doc
+
+
+@contextmanager
+def _no_second_interrupt() -> Iterator[None]:
+    """SIGINT ignored while the run is stored, then restored (the worker may be this process:
+    a disposition left at SIG_IGN would also pass to every process it starts)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,11 +6,15 @@ import os
 import platform
 import socket
 import sys
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from flopwise.bench.device import DeviceInfo, accelerator_id
+
+if TYPE_CHECKING:
+    from flopwise.results.safe_save import SaveOutcome
 
 
 def provenance(torch: Any, info: DeviceInfo) -> dict[str, Any]:
@@ -60,3 +64,42 @@ def save_run(
         accelerator=accelerator_id(info),
         host=str(payload.get("provenance", {}).get("host") or socket.gethostname()),
     )
+
+
+class _Run(Protocol):
+    @property
+    def status(self) -> str: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+    def summary(self) -> dict[str, Any]: ...
+
+
+def keep_run(
+    kind: str,
+    run: _Run,
+    info: DeviceInfo,
+    db: str | Path | None,
+    out: str | None,
+    to_text: Callable[[Any], str],
+) -> tuple[dict[str, Any], SaveOutcome]:
+    """The run's document, stored (``doc['result_id']``) and written to --out without ever
+    raising (``results.safe_save.keep``: a failure goes to a fallback file and is reported)."""
+    from flopwise.results.safe_save import keep
+
+    doc = run.to_dict()
+    outcome = keep(
+        kind,
+        doc,
+        lambda: save_run(
+            kind,
+            summary=run.summary(),
+            payload=run.to_dict(),
+            status=run.status,
+            info=info,
+            db=db,
+        ),
+        out,
+        to_text,
+    )
+    return doc, outcome

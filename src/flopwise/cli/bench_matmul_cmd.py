@@ -117,7 +117,7 @@ def _devices(text: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from flopwise.present import bench_view
     from flopwise.present.jsonout import dumps, emit
-    from flopwise.results.safe_save import keep, preflight
+    from flopwise.results.safe_save import preflight
 
     config = config_from_args(args)
     preflight(args.db, args.out)  # an unusable --db or --out fails now, not after measuring
@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
 
     from flopwise.bench.device import resolve_device
     from flopwise.bench.matmul_run import defaults_for, run_matmul
-    from flopwise.bench.provenance import save_run
+    from flopwise.bench.provenance import keep_run
     from flopwise.cli._signals import exit_code, terminate_as_interrupt
     from flopwise.errors import FlopwiseError
 
@@ -152,21 +152,7 @@ def run(args: argparse.Namespace) -> int:
         bench_view.matmul_progress(config.search, total, budget) as on_shape,
     ):
         result = run_matmul(config, on_shape, info=info)
-    doc = result.to_dict()
-    outcome = keep(
-        "matmul",
-        doc,
-        lambda: save_run(
-            "matmul",
-            summary=result.summary(),
-            payload=result.to_dict(),
-            status=result.status,
-            info=info,
-            db=args.db,
-        ),
-        args.out,
-        dumps,
-    )
+    doc, outcome = keep_run("matmul", result, info, args.db, args.out, dumps)
     if args.json:
         emit(doc)
     else:

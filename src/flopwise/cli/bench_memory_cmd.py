@@ -46,12 +46,12 @@ def register(bsub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from flopwise.bench.device import parse_device_spec, resolve_device
     from flopwise.bench.memory import MemoryConfig, run_memory
-    from flopwise.bench.provenance import save_run
+    from flopwise.bench.provenance import keep_run
     from flopwise.cli._signals import exit_code, terminate_as_interrupt
     from flopwise.errors import FlopwiseError
     from flopwise.present import bench_view
     from flopwise.present.jsonout import dumps, emit
-    from flopwise.results.safe_save import keep, preflight
+    from flopwise.results.safe_save import preflight
 
     parse_device_spec(args.device)
     config = MemoryConfig(
@@ -65,21 +65,7 @@ def run(args: argparse.Namespace) -> int:
     info = resolve_device(config.device)
     with terminate_as_interrupt(), bench_view.rounds_progress("memory") as on_round:
         result = run_memory(config, on_round, info=info)
-    doc = result.to_dict()
-    outcome = keep(
-        "memory",
-        doc,
-        lambda: save_run(
-            "memory",
-            summary=result.summary(),
-            payload=result.to_dict(),
-            status=result.status,
-            info=info,
-            db=args.db,
-        ),
-        args.out,
-        dumps,
-    )
+    doc, outcome = keep_run("memory", result, info, args.db, args.out, dumps)
     if args.json:
         emit(doc)
     else:

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shlex
 import subprocess
 import sys
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from flopwise.plan.infer.constants import FP8_GEMM_FRACTION
-from flopwise.validate.inference import validate_inference
+from validation_cache import inference_doc, inference_interval_doc, inference_validation
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@cache
 def _doc() -> dict[str, Any]:
-    return validate_inference().to_dict()
+    """validate_inference().to_dict(), computed once per test session (validation_cache)."""
+    return inference_doc()
 
 
 def test_at_least_400_rows_scored_with_both_predictions() -> None:
@@ -92,13 +92,23 @@ def test_sample_commands_reproduce_what_validate_scored() -> None:
         assert plan[r["metric"]] == pytest.approx(r["predicted"], rel=1e-9), r["id"]
 
 
-def test_intervals_shipped_match_the_residuals() -> None:
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "fit_intervals.py"), "--only", "inference",
-         "--check"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+def test_intervals_shipped_match_the_residuals(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the script's own --check, run in-process on the session's interval_doc() (the same
+    # planning validate does; a subprocess would plan every row again)
+    spec = importlib.util.spec_from_file_location(
+        "fit_intervals_script", ROOT / "scripts" / "fit_intervals.py"
+    )
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.setattr(
+        "flopwise.validate.intervals_fit.interval_doc", lambda: inference_interval_doc()
+    )
+    code = script.main(["--only", "inference", "--check"])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
 
 
 def test_interval_coverage_is_reported_out_of_sample() -> None:
@@ -106,17 +116,21 @@ def test_interval_coverage_is_reported_out_of_sample() -> None:
     assert cov is not None and 0.0 < cov <= 100.0
 
 
-def test_validate_cli_prints_out_of_sample_and_in_sample() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "flopwise", "validate", "--only", "inference"],
-        capture_output=True, text=True, timeout=300, env={"COLUMNS": "200", **_env()},
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert "out of sample" in proc.stdout and "in-sample" in proc.stdout
-    assert "trtllm014" in proc.stdout and "l40s" in proc.stdout
+def test_validate_cli_prints_out_of_sample_and_in_sample(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `flopwise validate --only inference` in-process on the session's validate_inference()
+    # (a real subprocess of `flopwise validate --json` is tests/goodput/test_goodput_cli.py's)
+    from flopwise.cli.main import main
 
-
-def _env() -> dict[str, str]:
-    import os
-
-    return dict(os.environ)
+    monkeypatch.setattr(
+        "flopwise.validate.inference.validate_inference",
+        lambda with_intervals=True: inference_validation(),
+    )
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr("flopwise.present.console._console", None)  # a console 200 wide
+    code = main(["validate", "--only", "inference"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "out of sample" in out and "in-sample" in out
+    assert "trtllm014" in out and "l40s" in out

@@ -123,10 +123,21 @@ def test_impossible_job_exits_1_and_says_what_would_fit() -> None:
     assert doc["search"]["nothing_fits"]["what_would"]
 
 
-def test_validate_json() -> None:
-    r = run_cli("validate", "--only", "training", "--json")
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
+def test_validate_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # in-process on the session's validate_training() (validation_cache): a subprocess would
+    # plan every row again; tests/goodput/test_goodput_cli.py runs `flopwise validate --json`
+    # as a real subprocess
+    from flopwise.cli.main import main
+    from validation_cache import training_validation
+
+    monkeypatch.setattr(
+        "flopwise.validate.training.validate_training", lambda rows=None: training_validation()
+    )
+    monkeypatch.setattr("flopwise.present.console._console", None)  # a fresh console, as a CLI
+    code = main(["validate", "--only", "training", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
     t = doc["training"]
     assert t["n"] == len(t["rows"]) >= 150
     for key in ("out_of_sample", "in_sample"):
@@ -144,6 +155,7 @@ def test_validate_json() -> None:
         "command",
     } <= set(t["rows"][0])
     # the text view leads with the out-of-sample error
-    txt = run_cli("validate", "--only", "training")
-    assert txt.returncode == 0, txt.stderr
-    assert txt.stdout.index("OUT-OF-SAMPLE") < txt.stdout.index("in-sample")
+    code = main(["validate", "--only", "training"])
+    txt, err = capsys.readouterr()
+    assert code == 0, err
+    assert txt.index("OUT-OF-SAMPLE") < txt.index("in-sample")

@@ -21,11 +21,12 @@ def test_quantile_interpolates() -> None:
 
 @pytest.mark.slow
 def test_shipped_intervals_are_what_the_residuals_give() -> None:
-    from flopwise.validate.training import validate_training
+    from validation_cache import training_validation  # validate_training(), once per session
 
     path = resources.files("flopwise.catalog").joinpath("data/intervals_training.json")
     shipped = json.loads(path.read_text(encoding="utf-8"))["regimes"]
-    assert shipped == validate_training().interval_table(), "re-run python scripts/fit_intervals.py"
+    table = training_validation().interval_table()
+    assert shipped == table, "re-run python scripts/fit_intervals.py"
 
 
 def test_generic_framework_gets_a_wider_interval_than_a_named_one() -> None:

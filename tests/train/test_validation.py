@@ -9,15 +9,18 @@ import pytest
 from flopwise.hardware import hardware_from_catalog
 from flopwise.plan.train import LayoutConstraints, TrainJob, plan_training
 from flopwise.validate.memory import UNRESOLVED_MISFITS
-from flopwise.validate.training import load_training_runs, validate_training
+from flopwise.validate.training import load_training_runs
 from flopwise.workload.flops import train_flops_per_token
 from flopwise.workload.hf import load_model
 from flopwise.workload.spec import ModelSpec
+from validation_cache import training_validation
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def report():  # type: ignore[no-untyped-def]
-    return validate_training()
+    # validate_training(), computed once per test session; asked for inside each test, so
+    # under the test's own empty FLOPWISE_HOME
+    return training_validation()
 
 
 def test_most_rows_that_state_a_layout_are_scored(report) -> None:  # type: ignore[no-untyped-def]

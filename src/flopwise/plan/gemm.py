@@ -312,29 +312,45 @@ def gemm_time_s(
 ) -> float:
     """Seconds of `batch` GEMMs (m x k) @ (k x n): see the module docstring (memoised per
     hardware object, which is frozen, so the layout search pays a dict lookup per repeat)."""
-    entry = _TIME_CACHE.get(id(hw))
-    if entry is None or entry[0] is not hw:
-        if len(_TIME_CACHE) > 64:
-            _TIME_CACHE.clear()
-        entry = (hw, {})
-        _TIME_CACHE[id(hw)] = entry
+    memo = _memo_for(_TIME_CACHE, hw)
     key = (m, n, k, batch, dtype, weight_dtype, scaling)
-    hit = entry[1].get(key)
+    hit = memo.get(key)
     if hit is None:
         hit = gemm_estimate(m, n, k, hw, dtype, batch, weight_dtype, scaling).time_s
-        entry[1][key] = hit
+        memo[key] = hit
     return hit
 
 
+_Memo = dict[int, tuple[Hardware, dict[tuple[Any, ...], float]]]
 #: id(hardware) -> (hardware, {shape key: seconds}); the hardware is kept so its id stays unique.
-_TIME_CACHE: dict[int, tuple[Hardware, dict[tuple[Any, ...], float]]] = {}
+_TIME_CACHE: _Memo = {}
+#: the same for compute_efficiency (the inference planner asks it for every GEMM of every pass).
+_EFFICIENCY_CACHE: _Memo = {}
+
+
+def _memo_for(cache: _Memo, hw: Hardware) -> dict[tuple[Any, ...], float]:
+    """The memo of one (frozen) hardware object; at most 64 are kept."""
+    entry = cache.get(id(hw))
+    if entry is None or entry[0] is not hw:
+        if len(cache) > 64:
+            cache.clear()
+        entry = (hw, {})
+        cache[id(hw)] = entry
+    return entry[1]
 
 
 def compute_efficiency(
     m: int, n: int, k: int, hw: Hardware, dtype: str = "bf16", batch: int = 1
 ) -> float:
-    """Tile/wave/split-K efficiency of the candidate the library picks for this shape."""
-    return gemm_estimate(m, n, k, hw, dtype, batch).shape_efficiency
+    """Tile/wave/split-K efficiency of the candidate the library picks for this shape
+    (memoised per hardware object, as gemm_time_s)."""
+    memo = _memo_for(_EFFICIENCY_CACHE, hw)
+    key = (m, n, k, dtype, batch)
+    hit = memo.get(key)
+    if hit is None:
+        hit = gemm_estimate(m, n, k, hw, dtype, batch).shape_efficiency
+        memo[key] = hit
+    return hit
 
 
 def gemm_tflops(

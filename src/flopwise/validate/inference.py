@@ -57,10 +57,14 @@ class Target:
 Table = dict[tuple[str, float], dict[tuple[str, str], float]]
 
 
-def _plan_row(row: PosedRow, engine_name: str, fraction: float) -> dict[str, float]:
-    from flopwise.hardware import hardware_from_catalog
+#: What build_table returns: the predictions, the published targets, the rows refused.
+Built = tuple[Table, list[Target], list[tuple[PosedRow, str]]]
+
+
+def _plan_row(
+    row: PosedRow, engine_name: str, fraction: float, inputs: Callable[[PosedRow], Any]
+) -> dict[str, float]:
     from flopwise.plan.infer import InferJob, plan_inference
-    from flopwise.workload.hf import load_model
 
     job = InferJob(
         input_len=row.input_len,
@@ -74,10 +78,8 @@ def _plan_row(row: PosedRow, engine_name: str, fraction: float) -> dict[str, flo
         num_requests=row.num_requests,
     )
     engine = replace(get_engine(engine_name), fp8_gemm_fraction=fraction)
-    plan = plan_inference(
-        load_model(row.model), hardware_from_catalog(row.accelerator, row.system), job,
-        engine=engine,
-    )  # fmt: skip
+    spec, hw = inputs(row)
+    plan = plan_inference(spec, hw, job, engine=engine)
     out = {
         "output_tokens_per_s": plan.output_tokens_per_s,
         "ttft_ms": plan.ttft_s * 1e3,
@@ -88,20 +90,50 @@ def _plan_row(row: PosedRow, engine_name: str, fraction: float) -> dict[str, flo
     return out
 
 
+def _inputs() -> Callable[[PosedRow], Any]:
+    """(ModelSpec, Hardware) of a row, each loaded once per table: both are frozen, so every
+    plan of one table shares them (and the per-hardware GEMM memos of plan.gemm)."""
+    from flopwise.hardware import hardware_from_catalog
+    from flopwise.workload.hf import load_model
+
+    models: dict[str, Any] = {}
+    machines: dict[tuple[str, str | None], Any] = {}
+
+    def inputs(row: PosedRow) -> Any:
+        if row.model not in models:
+            models[row.model] = load_model(row.model)
+        key = (row.accelerator, row.system)
+        if key not in machines:
+            machines[key] = hardware_from_catalog(row.accelerator, row.system)
+        return models[row.model], machines[key]
+
+    return inputs
+
+
 def _uses_fp8(row: PosedRow) -> bool:
     return row.weight_dtype == "fp8"
 
 
 def build_table(
-    rows: Sequence[PosedRow], engines: Sequence[str] = ("known",)
-) -> tuple[Table, list[Target], list[tuple[PosedRow, str]]]:
-    """Predict every row at every grid value it depends on; targets and refusals."""
+    rows: Sequence[PosedRow],
+    engines: Sequence[str] = ("known",),
+    grid_modes: Sequence[str] | None = None,
+) -> Built:
+    """Predict every row at every grid value it depends on; targets and refusals.
+
+    fp8 rows are planned at every FP8_FRACTION_GRID value in the modes of `grid_modes` (default:
+    "known", for the fit diagnostic, and every mode while FP8_GEMM_FRACTION is fitted); in the
+    other modes only at the shipped value, the only one their scores read (``score``).
+    """
+    if grid_modes is None:
+        grid_modes = engines if "FP8_GEMM_FRACTION" in FITTED_CONSTANTS else ("known",)
+    inputs = _inputs()
     table: Table = {}
     targets: list[Target] = []
     refused: list[tuple[PosedRow, str]] = []
     for row in rows:
         try:
-            base = _plan_row(row, row.engine, FP8_GEMM_FRACTION)
+            base = _plan_row(row, row.engine, FP8_GEMM_FRACTION, inputs)
         except FlopwiseError as exc:
             refused.append((row, f"planner refused: {exc}"))
             continue
@@ -110,15 +142,15 @@ def build_table(
             note = (note + "; " if note else "") + "planner says this batch does not fit"
         for metric, value in row.measured.items():
             targets.append(Target(row, metric, value, note))
-        grid = FP8_FRACTION_GRID if _uses_fp8(row) else (FP8_GEMM_FRACTION,)
         for mode in engines:
             name = row.engine if mode == "known" else "generic"
+            grid = FP8_FRACTION_GRID if _uses_fp8(row) and mode in grid_modes else ()
             for g in sorted(set(grid) | {FP8_GEMM_FRACTION}):
                 try:
                     pred = (
                         base
                         if (g, mode) == (FP8_GEMM_FRACTION, "known")
-                        else _plan_row(row, name, g)
+                        else _plan_row(row, name, g, inputs)
                     )
                 except FlopwiseError:  # e.g. the generic engine keeps more memory back
                     continue
@@ -245,7 +277,17 @@ def score(
 def validate_inference(with_intervals: bool = True) -> InferenceValidation:
     """Pose, plan and score every published inference row (see the module docstring)."""
     posed, unposed = posed_rows()
-    table, targets, refused = build_table(posed)
+    return score_inference(posed, unposed, build_table(posed), with_intervals)
+
+
+def score_inference(
+    posed: Sequence[PosedRow],
+    unposed: Sequence[Unposed],
+    built: Built,
+    with_intervals: bool = True,
+) -> InferenceValidation:
+    """Score the predictions `built` (build_table of `posed`, engine mode "known" at least)."""
+    table, targets, refused = built
     ins, oos, _ = score(table, targets)
     _, diag_oos, folds = score(table, targets, diagnostic=True)
     rows = tuple(ScoredRow(t, p, q) for t, p, q in zip(targets, ins, oos, strict=True))

@@ -22,7 +22,7 @@ from flopwise.plan.infer.uncertainty import regime_name
 from flopwise.validate.scoring import quantile
 
 if TYPE_CHECKING:
-    from flopwise.validate.inference import ScoredRow, Target
+    from flopwise.validate.inference import Built, ScoredRow, Target
 
 COVERAGE = 0.8
 LO_Q, HI_Q = (1.0 - COVERAGE) / 2.0, 1.0 - (1.0 - COVERAGE) / 2.0
@@ -54,14 +54,20 @@ def _quantiles(ratios: Sequence[float], source: str) -> dict[str, Any]:
     }
 
 
-def interval_doc() -> dict[str, Any]:
-    """The content of intervals_inference.json, recomputed from the published rows."""
+def interval_doc(built: Built | None = None) -> dict[str, Any]:
+    """The content of intervals_inference.json, recomputed from the published rows (`built`:
+    their build_table with engine modes "known" and "generic", when already planned)."""
     from flopwise.plan.infer.constants import FP8_GEMM_FRACTION
-    from flopwise.validate.inference import build_table, score
+    from flopwise.validate.inference import FITTED_CONSTANTS, build_table, score
     from flopwise.validate.inference_rows import posed_rows
 
-    posed, _ = posed_rows()
-    table, targets, _ = build_table(posed, engines=("known", "generic"))
+    if built is None:
+        # the fp8 grid is read only when FP8_GEMM_FRACTION is fitted (score refits it per fold)
+        fitted = "FP8_GEMM_FRACTION" in FITTED_CONSTANTS
+        built = build_table(
+            posed_rows()[0], engines=("known", "generic"), grid_modes=None if fitted else ()
+        )
+    table, targets, _ = built
     regimes: dict[str, dict[str, Any]] = {}
     for mode in ("known", "generic"):
         planned = table.get((mode, FP8_GEMM_FRACTION), {})

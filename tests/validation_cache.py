@@ -16,27 +16,34 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+# bound at import (collection), so that a test that monkeypatches one of these names for the
+# CLI still gets the real computation here
+from flopwise.validate.inference import (
+    Built,
+    InferenceValidation,
+    build_table,
+    score_inference,
+)
+from flopwise.validate.inference_rows import PosedRow, Unposed, posed_rows
+from flopwise.validate.intervals_fit import interval_doc
+from flopwise.validate.training import TrainingValidation, validate_training
+
 
 @cache
-def inference_built() -> tuple[Any, Any, Any]:
+def inference_built() -> tuple[list[PosedRow], list[Unposed], Built]:
     """(posed rows, unposed rows, build_table with engine modes "known" and "generic").
 
     The "known" cells are what validate_inference plans; the "generic" ones (fp8 rows at the
     shipped fraction only, the only value interval_doc reads while it is not fitted) are what
     scripts/fit_intervals.py adds for the intervals.
     """
-    from flopwise.validate.inference import build_table
-    from flopwise.validate.inference_rows import posed_rows
-
     posed, unposed = posed_rows()
     return posed, unposed, build_table(posed, engines=("known", "generic"))
 
 
 @cache
-def inference_validation() -> Any:
+def inference_validation() -> InferenceValidation:
     """What validate_inference() returns."""
-    from flopwise.validate.inference import score_inference
-
     posed, unposed, built = inference_built()
     return score_inference(posed, unposed, built)
 
@@ -44,20 +51,16 @@ def inference_validation() -> Any:
 @cache
 def inference_doc() -> dict[str, Any]:
     """validate_inference().to_dict(): the `inference` section of `flopwise validate --json`."""
-    return inference_validation().to_dict()  # type: ignore[no-any-return]
+    return inference_validation().to_dict()
 
 
 @cache
 def inference_interval_doc() -> dict[str, Any]:
     """What flopwise.validate.intervals_fit.interval_doc() returns."""
-    from flopwise.validate.intervals_fit import interval_doc
-
     return interval_doc(inference_built()[2])
 
 
 @cache
-def training_validation() -> Any:
+def training_validation() -> TrainingValidation:
     """What validate_training() returns."""
-    from flopwise.validate.training import validate_training
-
     return validate_training()

@@ -103,9 +103,8 @@ def test_intervals_shipped_match_the_residuals(
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    monkeypatch.setattr(
-        "flopwise.validate.intervals_fit.interval_doc", lambda: inference_interval_doc()
-    )
+    doc = inference_interval_doc()
+    monkeypatch.setattr("flopwise.validate.intervals_fit.interval_doc", lambda: doc)
     code = script.main(["--only", "inference", "--check"])
     out, err = capsys.readouterr()
     assert code == 0, out + err
@@ -123,9 +122,9 @@ def test_validate_cli_prints_out_of_sample_and_in_sample(
     # (a real subprocess of `flopwise validate --json` is tests/goodput/test_goodput_cli.py's)
     from flopwise.cli.main import main
 
+    report = inference_validation()
     monkeypatch.setattr(
-        "flopwise.validate.inference.validate_inference",
-        lambda with_intervals=True: inference_validation(),
+        "flopwise.validate.inference.validate_inference", lambda with_intervals=True: report
     )
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setattr("flopwise.present.console._console", None)  # a console 200 wide

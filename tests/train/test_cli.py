@@ -130,9 +130,8 @@ def test_validate_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
     from flopwise.cli.main import main
     from validation_cache import training_validation
 
-    monkeypatch.setattr(
-        "flopwise.validate.training.validate_training", lambda rows=None: training_validation()
-    )
+    report = training_validation()
+    monkeypatch.setattr("flopwise.validate.training.validate_training", lambda rows=None: report)
     monkeypatch.setattr("flopwise.present.console._console", None)  # a fresh console, as a CLI
     code = main(["validate", "--only", "training", "--json"])
     out, err = capsys.readouterr()

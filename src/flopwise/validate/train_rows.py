@@ -208,12 +208,16 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
             ]
         return out, "NeMo recipes: distributed optimizer (ZeRO-1), SP with TP"
     if family == "llm-foundry":
-        out += ["--tp", "1", "--pp", "1", "--dp", str(gpus), "--cp", "1", "--zero", "3"]
+        # the 'Large Scale' table ran FSDP SHARD_GRAD_OP (parameters gathered once per step
+        # and kept through the backward; gradients and optimizer state sharded) = ZeRO-2
+        grad_op = "SHARD_GRAD_OP" in notes
+        zero = "2" if grad_op else "3"
+        out += ["--tp", "1", "--pp", "1", "--dp", str(gpus), "--cp", "1", "--zero", zero]
         put("--microbatch", mb)
         put("--recompute", rc)
         # llm-foundry's default loss_fn: fused_crossentropy (flash_attn's Triton kernel)
         out += ["--fused-loss"]
-        return out, "FSDP FULL_SHARD = ZeRO-3"
+        return out, "FSDP SHARD_GRAD_OP = ZeRO-2" if grad_op else "FSDP FULL_SHARD = ZeRO-3"
     if family == "torchtitan":
         if tp is None or dp is None:
             return "layout not published"

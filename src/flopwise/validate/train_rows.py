@@ -240,7 +240,10 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
                 put("--microbatch", local // pp)
                 note += "; microbatches = pipeline degree (torchtitan default)"
             if "interleaved" in notes.lower() or rid.endswith("i1f1b"):
-                pass  # the virtual stage count is not published: searched
+                # not published: torchtitan's default for multi-stage schedules, 2 stages per
+                # rank (generate_split_points in parallelisms/pipelining_utils.py at 9dec370)
+                out += ["--vpp", "2"]
+                note += "; 2 virtual stages per rank (torchtitan default)"
             else:
                 out += ["--vpp", "1"]
         put("--recompute", rc)

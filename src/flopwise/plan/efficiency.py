@@ -32,8 +32,10 @@ MEMORY_BW_FRACTION = 0.85
 SCALEUP_LINK_FRACTION = 0.80
 SCALEOUT_LINK_FRACTION = 0.90
 
-#: Per-step latency (alpha) of a collective, seconds. NCCL small-message all_reduce latency is
-#: ~10 us inside an NVLink node and ~20-30 us across InfiniBand nodes (nccl-tests, 8 B rows).
+#: Per-step latency (alpha) of a collective, seconds, on devices whose collectives are not
+#: NCCL/RCCL (TPU ICI, Gaudi RoCE, gloo): NCCL and RCCL groups use NCCL's own tuner latencies
+#: (plan/nccl_latency.py). NCCL small-message all_reduce latency is ~10 us inside an NVLink
+#: node and ~20-30 us across InfiniBand nodes (nccl-tests, 8 B rows).
 SCALEUP_ALPHA_S = 10e-6
 SCALEOUT_ALPHA_S = 25e-6
 

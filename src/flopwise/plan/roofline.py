@@ -14,7 +14,7 @@ from flopwise.catalog.collectives import intra_collective
 from flopwise.collectives import BUSBW_FACTORS
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
-from flopwise.plan import gemm
+from flopwise.plan import gemm, nccl_latency
 from flopwise.plan.efficiency import (
     GEMM_TILE,
     KERNEL_LAUNCH_S,
@@ -87,8 +87,13 @@ class Tier:
 
     name: str  # "scale-up" | "scale-out"
     bw_gbps: float  # achievable bus bandwidth, GB/s, for collectives not measured one by one
-    alpha_s: float
+    alpha_s: float  # latency per ring step where NCCL's tuner model does not apply
     by_op: Mapping[str, float] = field(default_factory=dict)  # measured busbw per collective
+    # NCCL/RCCL groups: latency by NCCL's own tuner (plan/nccl_latency.py), not alpha x steps
+    nccl: bool = False
+    # ranks of the group sharing a node (0: the whole group, as inside one node); a scale-out
+    # group's rings cross the network only between nodes
+    ranks_per_node: int = 0
 
     def bw_for(self, op: str) -> float:
         """Bus bandwidth of one collective: measured for that op when known, else the tier's."""
@@ -102,6 +107,8 @@ class Tier:
             min(factor * self.bw_gbps, cap.bw_gbps),
             self.alpha_s,
             {op: min(factor * self.bw_for(op), cap.bw_for(op)) for op in ops},
+            self.nccl,
+            self.ranks_per_node,
         )
 
 
@@ -129,7 +136,7 @@ def tier_for(hw: Hardware, group_size: int, spans_nodes: bool) -> Tier:
             base = hw.intra_busbw_gbps or min(ops.values())
         else:
             raise FlopwiseError(f"{hw.id} has no published scale-up bandwidth")
-        return Tier("scale-up", base, SCALEUP_ALPHA_S, ops)
+        return Tier("scale-up", base, SCALEUP_ALPHA_S, ops, _uses_nccl(hw))
     ops = _measured_ops(hw, "inter")
     if hw.inter_bw_per_gpu_gbps:
         base = hw.inter_bw_per_gpu_gbps * SCALEOUT_LINK_FRACTION
@@ -139,7 +146,16 @@ def tier_for(hw: Hardware, group_size: int, spans_nodes: bool) -> Tier:
         raise FlopwiseError(
             f"{hw.id} has no known scale-out network; pass --system with a node type"
         )
-    return Tier("scale-out", base, SCALEOUT_ALPHA_S, ops)
+    return Tier("scale-out", base, SCALEOUT_ALPHA_S, ops, _uses_nccl(hw), 1)
+
+
+#: Vendors whose collectives run on NCCL or its fork RCCL (same tuner model).
+NCCL_VENDORS: tuple[str, ...] = ("NVIDIA", "AMD")
+
+
+def _uses_nccl(hw: Hardware) -> bool:
+    acc = hw.accelerator
+    return acc is not None and acc.vendor in NCCL_VENDORS
 
 
 def _pcie_tier(hw: Hardware, group_size: int, ops: dict[str, float]) -> Tier | None:
@@ -165,6 +181,10 @@ def collective_time_s(op: str, n_bytes: float, group_size: int, tier: Tier) -> f
     if group_size <= 1 or n_bytes <= 0:
         return 0.0
     factor = BUSBW_FACTORS[op](group_size)
+    if tier.nccl:
+        ppn = tier.ranks_per_node or group_size
+        bw = tier.bw_for(op) * GB
+        return nccl_latency.collective_s(op, n_bytes, group_size, ppn, bw, factor)
     steps = 2 * (group_size - 1) if op == "all_reduce" else group_size - 1
     if op in ("broadcast", "reduce", "send_recv"):
         steps = 1

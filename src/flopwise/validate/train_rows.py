@@ -208,12 +208,16 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
             ]
         return out, "NeMo recipes: distributed optimizer (ZeRO-1), SP with TP"
     if family == "llm-foundry":
-        out += ["--tp", "1", "--pp", "1", "--dp", str(gpus), "--cp", "1", "--zero", "3"]
+        # the 'Large Scale' table ran FSDP SHARD_GRAD_OP (parameters gathered once per step
+        # and kept through the backward; gradients and optimizer state sharded) = ZeRO-2
+        grad_op = "SHARD_GRAD_OP" in notes
+        zero = "2" if grad_op else "3"
+        out += ["--tp", "1", "--pp", "1", "--dp", str(gpus), "--cp", "1", "--zero", zero]
         put("--microbatch", mb)
         put("--recompute", rc)
         # llm-foundry's default loss_fn: fused_crossentropy (flash_attn's Triton kernel)
         out += ["--fused-loss"]
-        return out, "FSDP FULL_SHARD = ZeRO-3"
+        return out, "FSDP SHARD_GRAD_OP = ZeRO-2" if grad_op else "FSDP FULL_SHARD = ZeRO-3"
     if family == "torchtitan":
         if tp is None or dp is None:
             return "layout not published"
@@ -236,7 +240,10 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
                 put("--microbatch", local // pp)
                 note += "; microbatches = pipeline degree (torchtitan default)"
             if "interleaved" in notes.lower() or rid.endswith("i1f1b"):
-                pass  # the virtual stage count is not published: searched
+                # not published: torchtitan's default for multi-stage schedules, 2 stages per
+                # rank (generate_split_points in parallelisms/pipelining_utils.py at 9dec370)
+                out += ["--vpp", "2"]
+                note += "; 2 virtual stages per rank (torchtitan default)"
             else:
                 out += ["--vpp", "1"]
         put("--recompute", rc)

@@ -140,8 +140,10 @@ UNFUSED_SCORE_BYTES_STORED = 5.0
 #: absolute log error of every validation row on that die at once (validate/training.py
 #: fit_fractions); "default" is the same fit over all rows, used for dies with no runs.
 #: What it absorbs: power-capped clocks, launch gaps, SM/HBM sharing with communication, and
-#: on dies without a published MAMF (TPUs) the error of the assumed GEMM ceiling
-#: (efficiency.GEMM_FRACTION_WITHOUT_MAMF): that is why TPU values exceed 1.
+#: on dies without a published matmul ceiling (TPU v5p) the error of the assumed one
+#: (efficiency.GEMM_FRACTION_WITHOUT_MAMF). On TPU v5e, whose XLA matmul rate is measured,
+#: the fit is 1.0: MaxText under XLA sustains it (no launch gaps; ICI collectives run on DMA
+#: engines, not on the matrix units), where GPU steps keep 0.70-0.81 of their MAMF.
 #: Its own out-of-sample error is what `flopwise validate` leads with: every row is
 #: predicted with the fraction refitted without the row's source family.
 #: Fit data (2026-11-22, 199 rows, GEMMs by shape through plan/gemm.py): ga100 from Megatron-LM 2021, BLOOM, llm-foundry and
@@ -150,13 +152,20 @@ UNFUSED_SCORE_BYTES_STORED = 5.0
 #: Refitted 2026-11-22 with the FP8 recipes (plan/train/fp8.py) and MaxText's remat policies
 #: (workload/remat.py): tpu-v5e 1.11 -> 1.155, tpu-v6e 0.70 -> 0.84, default 0.78 (unchanged
 #: after both; 0.775 with the FP8 recipes alone).
+#: Refitted 2026-11-23 with measured TPU matmul ceilings in the catalog (v5e 181.8 TFLOPS from
+#: the JAX Pallas matmul guide, v6e 689 TFLOPS from a user's shape sweep [U]) instead of
+#: peak x GEMM_FRACTION_WITHOUT_MAMF: tpu-v5e 1.155 -> 1.005 (MaxText on v5e sustains its
+#: measured XLA matmul rate), tpu-v6e 0.84 -> 0.885; v5p has no published matmul figure and
+#: keeps 0.965 of the assumed ceiling. Refitted again with collectives timed by NCCL's own
+#: tuner latencies (plan/nccl_latency.py) and sharded data parallelism moving one block per
+#: collective: ga100 0.81 -> 0.80, tpu-v5e 1.005 -> 1.01, tpu-v6e 0.885 -> 0.89.
 SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.78
 SUSTAINED_COMPUTE_FRACTION: dict[str, float] = {
-    "ga100": 0.81,
+    "ga100": 0.80,
     "gh100": 0.70,
-    "tpu-v5e": 1.155,
+    "tpu-v5e": 1.01,
     "tpu-v5p": 0.965,
-    "tpu-v6e": 0.84,
+    "tpu-v6e": 0.89,
 }
 
 #: Die of each accelerator-id prefix: the unit the fraction is fitted per. A part of the same

@@ -6,7 +6,7 @@ depends only on a few of its degrees) is computed here once and cached by those 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from flopwise.catalog.systems import get_system
 from flopwise.errors import FlopwiseError
@@ -168,7 +168,10 @@ class ModelContext:
         if spans:
             stride = max(extent // group, 1)
             per_node = max(1, min(group, self.gpus_per_node // stride))
-            tier = tier.scaled(per_node, tier_for(self.hw, group, spans_nodes=False))
+            tier = replace(
+                tier.scaled(per_node, tier_for(self.hw, group, spans_nodes=False)),
+                ranks_per_node=per_node,
+            )
         cache[key] = tier
         return tier
 

@@ -3,13 +3,21 @@ tied-embedding reduction between the end pipeline stages; what of it is exposed.
 
 Collectives use the alpha-beta model of plan/roofline.py on the tier the group spans; what
 runs under compute costs OVERLAP_COMPUTE_TAX of its duration (NCCL's SMs and HBM traffic).
+
+Sharded data parallelism (ZeRO-2/3, FSDP, HSDP) does not move the model in one collective: it
+gathers and reduce-scatters one unit at a time, and each collective pays its own ring latency.
+PyTorch FSDP and FSDP2 issue one all-gather and one reduce-scatter per wrapped module (the
+transformer block in torchtitan's apply_fsdp and llm-foundry's fsdp_wrap_fn), DeepSpeed ZeRO-3
+fetches per submodule and MaxText's scanned layers gather per layer. So these collectives are
+charged per transformer block of the stage; the unsharded ZeRO-0/1 reduction stays one
+collective (its buckets are large and their latency overlaps).
 """
 
 from __future__ import annotations
 
 from typing import cast
 
-from flopwise.plan.roofline import collective_time_s
+from flopwise.plan.roofline import Tier, collective_time_s
 
 from .constants import ACT_BYTES, DP_OVERLAP_FRACTION, OVERLAP_COMPUTE_TAX
 from .context import ModelContext
@@ -34,6 +42,11 @@ def dp_exposed_s(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: 
         gb = fsdp_gather_bytes_per_param(ctx)
         shard = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp)
         n_exp = max(n // lay.ep, 1)
+        # sharded stages move one transformer block per collective (module docstring)
+        units = -(-ctx.layers // lay.pp) if lay.zero >= 2 else 1
+
+        def coll(op: str, n_bytes: float, group: int, tier: Tier) -> float:
+            return units * collective_time_s(op, n_bytes / units, group, tier)
 
         def traffic(params: float, group: int, s: int) -> tuple[float, float]:
             """(gradient reduction, parameter gather) seconds for `params` over a DP group of
@@ -45,17 +58,17 @@ def dp_exposed_s(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: 
                 return collective_time_s("all_reduce", params * rb, group, tier), 0.0
             if s >= group:
                 return (
-                    collective_time_s("reduce_scatter", params * rb, group, tier),
-                    collective_time_s("all_gather", params * gb, group, tier),
+                    coll("reduce_scatter", params * rb, group, tier),
+                    coll("all_gather", params * gb, group, tier),
                 )
             # HSDP: reduce-scatter and gather inside the node, then all-reduce each GPU's
             # shard with its replicas in the other nodes (FSDP HYBRID_SHARD post-backward)
             inner = ctx.tier(s, lay.tp * s)
             reps = group // s
             outer = ctx.tier(reps, lay.tp * n)
-            red = collective_time_s("reduce_scatter", params * rb, s, inner)
-            red += collective_time_s("all_reduce", params / s * rb, reps, outer)
-            return red, collective_time_s("all_gather", params * gb, s, inner)
+            red = coll("reduce_scatter", params * rb, s, inner)
+            red += coll("all_reduce", params / s * rb, reps, outer)
+            return red, coll("all_gather", params * gb, s, inner)
 
         a = traffic(p_first, n, shard)
         b = traffic(p_exp, n_exp, min(shard, n_exp))
@@ -76,8 +89,15 @@ def dp_exposed_s(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: 
         return exposed(reduce_s, mb_bwd) + exposed(gather_s, mb_fwd)
     layers = -(-ctx.layers // lay.pp)
     if lay.zero == 2:
-        # gradients reduce-scattered after every microbatch's backward
-        return m * exposed(reduce_s, mb_bwd) + reduce_s / layers
+        # gradients reduce-scattered after every microbatch's backward; the parameters are
+        # gathered once per step, block by block under the first microbatch's forward (FSDP
+        # SHARD_GRAD_OP keeps them until the backward is done), the first block exposed
+        return (
+            m * exposed(reduce_s, mb_bwd)
+            + reduce_s / layers
+            + exposed(gather_s, mb_fwd)
+            + gather_s / layers
+        )
     # ZeRO-3 / FSDP, every microbatch: the forward gathers each layer's weights under the
     # previous layer's forward; the backward gathers them again and reduce-scatters the
     # gradients under the backward (and recompute) of the neighbouring layer. Each phase hides

@@ -28,7 +28,8 @@ def table() -> dict[str, object]:
     return {
         "level": 0.8,
         "what": "measured/predicted step time of flopwise validate's out-of-sample training "
-        "predictions (leave one source family out), 10th and 90th percentile per regime",
+        "predictions (leave one source family out), 10th and 90th percentile per regime of "
+        "every family's mean bias combined with every row's scatter inside its family",
         "regimes": v.interval_table(),
     }
 

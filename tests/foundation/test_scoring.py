@@ -8,6 +8,7 @@ from flopwise.validate.scoring import (
     by_group,
     error_pct,
     leave_one_group_out,
+    new_family_ratios,
     quantile,
     summarize,
 )
@@ -51,3 +52,30 @@ def test_quantile_matches_linear_interpolation() -> None:
     assert quantile(xs, 0.9) == pytest.approx(4.6)
     with pytest.raises(ValueError):
         quantile([], 0.5)
+
+
+def test_new_family_outcomes_give_each_family_bias_equal_weight() -> None:
+    # 100 rows of a family that the model over-predicts by 10% and 2 of one it under-predicts:
+    # pooled, the 10th-90th percentile would sit on the big family alone; a row of a new
+    # family is as likely to err like the small one
+    pairs = [("big", 1.1)] * 100 + [("small", 0.9)] * 2
+    out = new_family_ratios(pairs)
+    assert len(out) == 2 * 102
+    assert sum(1 for x in out if abs(x - 0.9) < 1e-9) == 102
+    assert quantile(out, 0.10) == pytest.approx(0.9)
+    assert quantile(out, 0.90) == pytest.approx(1.1)
+    pooled = [r for _, r in pairs]
+    assert quantile(pooled, 0.10) == pytest.approx(1.1)
+
+
+def test_new_family_outcomes_carry_each_rows_scatter() -> None:
+    # within-family scatter (x1.2 and /1.2 around each family's mean) rides on every bias
+    pairs = [("a", 1.2), ("a", 1 / 1.2), ("b", 2.0 * 1.2), ("b", 2.0 / 1.2)]
+    out = sorted(new_family_ratios(pairs))
+    expected = sorted([1.2, 1 / 1.2, 1.2, 1 / 1.2, 2.4, 2 / 1.2, 2.4, 2 / 1.2])
+    assert out == pytest.approx(expected)
+
+
+def test_one_family_is_its_own_residuals() -> None:
+    pairs = [("only", r) for r in (0.8, 0.95, 1.0, 1.3)]
+    assert sorted(new_family_ratios(pairs)) == pytest.approx([0.8, 0.95, 1.0, 1.3])

@@ -8,6 +8,10 @@ metric (output tokens/s, TTFT):
   predicted as if its accelerator had never been validated (fitted constant refitted without it);
 - the same two with every row planned as ``--engine generic`` (the user did not name one).
 
+Each interval is the 10th-90th percentile of what a row of an unseen source family may see:
+every family's mean bias combined with every row's scatter inside its own family
+(``scoring.new_family_ratios``), so the largest family's bias does not stand for all.
+
 ``interval_doc()`` is what ``scripts/fit_intervals.py`` writes to
 ``catalog/data/intervals_inference.json``; ``coverage_pct`` scores the intervals honestly: each
 family's rows against quantiles taken from the other families' residuals only.
@@ -19,7 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from flopwise.plan.infer.uncertainty import regime_name
-from flopwise.validate.scoring import quantile
+from flopwise.validate.scoring import new_family_ratios, quantile
 
 if TYPE_CHECKING:
     from flopwise.validate.inference import Built, ScoredRow, Target
@@ -33,25 +37,30 @@ MIN_RESIDUALS = 8
 INTERVAL_METRICS = ("output_tokens_per_s", "ttft_ms")
 
 
+Pairs = list[tuple[str, float]]  # (source family, measured / predicted)
+
+
 def _cells(
     targets: Sequence[Target], predicted: Sequence[float], validated: bool, engine_known: bool
-) -> dict[str, dict[str, list[float]]]:
-    cells: dict[str, dict[str, list[float]]] = {}
+) -> dict[str, dict[str, Pairs]]:
+    cells: dict[str, dict[str, Pairs]] = {}
     for t, p in zip(targets, predicted, strict=True):
         if t.metric not in INTERVAL_METRICS:
             continue
         name = regime_name(validated, engine_known, t.row.is_moe)
-        cells.setdefault(name, {}).setdefault(t.metric, []).append(t.measured / p)
+        cells.setdefault(name, {}).setdefault(t.metric, []).append((t.row.family, t.measured / p))
     return cells
 
 
-def _quantiles(ratios: Sequence[float], source: str) -> dict[str, Any]:
-    return {
-        "lo": quantile(ratios, LO_Q),
-        "hi": quantile(ratios, HI_Q),
-        "n": len(ratios),
-        "source": source,
-    }
+def _bounds(pairs: Pairs) -> tuple[float, float]:
+    """10th/90th percentile for a row of an unseen source family (scoring.new_family_ratios)."""
+    outcomes = new_family_ratios(pairs)
+    return quantile(outcomes, LO_Q), quantile(outcomes, HI_Q)
+
+
+def _quantiles(pairs: Pairs, source: str) -> dict[str, Any]:
+    lo, hi = _bounds(pairs)
+    return {"lo": lo, "hi": hi, "n": len(pairs), "source": source}
 
 
 def interval_doc(built: Built | None = None) -> dict[str, Any]:
@@ -88,7 +97,8 @@ def interval_doc(built: Built | None = None) -> dict[str, Any]:
     return {
         "coverage": COVERAGE,
         "generated_by": "scripts/fit_intervals.py (flopwise.validate.intervals_fit.interval_doc)",
-        "method": "lo/hi = 10th/90th percentile of measured/predicted over out-of-sample rows",
+        "method": "lo/hi = 10th/90th percentile of measured/predicted over out-of-sample rows, "
+        "each source family's mean bias combined with every row's scatter inside its family",
         "validated_accelerators": sorted({t.row.accelerator for t in targets}),
         "scored_engines": sorted({t.row.engine for t in targets}),
         "regimes": regimes,
@@ -99,26 +109,35 @@ def coverage_pct(rows: Sequence[ScoredRow]) -> float | None:
     """Share of out-of-sample rows whose measured value lies in an interval fitted without their
     source family (validated accelerator, named engine; dense/MoE pooled when too few)."""
     hits = total = 0
+    bounds: dict[tuple[str, str, bool], tuple[float, float] | None] = {}
     for row in rows:
         t = row.target
         if t.metric not in INTERVAL_METRICS:
             continue
-        others = [
-            s.target.measured / s.predicted_oos
-            for s in rows
-            if s.target.row.family != t.row.family and s.target.metric == t.metric
-        ]
-        same = [
-            s.target.measured / s.predicted_oos
-            for s in rows
-            if s.target.row.family != t.row.family
-            and s.target.metric == t.metric
-            and s.target.row.is_moe == t.row.is_moe
-        ]
-        ratios = same if len(same) >= MIN_RESIDUALS else others
-        if len(ratios) < MIN_RESIDUALS:
+        key = (t.row.family, t.metric, t.row.is_moe)
+        if key not in bounds:
+            others = [
+                (s.target.row.family, s.target.measured / s.predicted_oos)
+                for s in rows
+                if s.target.row.family != t.row.family and s.target.metric == t.metric
+            ]
+            same = [p for p, s in zip(others, _same_kind(rows, t), strict=True) if s]
+            pairs = same if len(same) >= MIN_RESIDUALS else others
+            bounds[key] = _bounds(pairs) if len(pairs) >= MIN_RESIDUALS else None
+        b = bounds[key]
+        if b is None:
             continue
         total += 1
         r = t.measured / row.predicted_oos
-        hits += quantile(ratios, LO_Q) <= r <= quantile(ratios, HI_Q)
+        hits += b[0] <= r <= b[1]
     return None if total == 0 else 100.0 * hits / total
+
+
+def _same_kind(rows: Sequence[ScoredRow], t: Target) -> list[bool]:
+    """For the rows `coverage_pct` pools against `t` (other families, same metric): whether
+    each is dense/MoE like `t`."""
+    return [
+        s.target.row.is_moe == t.row.is_moe
+        for s in rows
+        if s.target.row.family != t.row.family and s.target.metric == t.metric
+    ]

@@ -11,7 +11,9 @@ predicted) pairs, then uses:
   params)`` then predicts g's rows. Returns the out-of-sample prediction of every row, in order,
   and the parameters fitted for each held-out group. Hand-set constants simply are not in
   ``params``; a validator with nothing fitted passes ``fit=lambda rows: None``.
-- ``quantile(values, q)``: the linear-interpolation quantile used to size prediction intervals.
+- ``quantile(values, q)``: the linear-interpolation quantile used to size prediction intervals;
+- ``new_family_ratios(pairs)``: the outcomes a row of an unseen source family may have, from
+  (family, measured/predicted) residuals: every family's bias with every row's scatter.
 """
 
 from __future__ import annotations
@@ -120,3 +122,22 @@ def quantile(values: Sequence[float], q: float) -> float:
     lo = math.floor(pos)
     hi = min(lo + 1, len(xs) - 1)
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def new_family_ratios(pairs: Sequence[tuple[str, float]]) -> list[float]:
+    """What measured/predicted may be for a row of a source family none of `pairs` came from.
+
+    `pairs` are (family, measured/predicted) out-of-sample residuals. A new job errs by its
+    family's bias (how its framework, hardware and publication differ from the model) plus
+    its own scatter inside the family. So every family's mean log ratio is combined with every
+    row's deviation from its own family's mean: F x N equally weighted outcomes, each family's
+    bias equally likely and each row's scatter as often as rows occur. Pooling the rows as they
+    are would let the largest family's bias stand for all and under-cover a family it has not
+    seen. With one family it is the residuals themselves.
+    """
+    logs: dict[str, list[float]] = {}
+    for family, ratio in pairs:
+        logs.setdefault(family, []).append(math.log(ratio))
+    means = {f: sum(v) / len(v) for f, v in logs.items()}
+    scatter = [x - means[f] for f, v in logs.items() for x in v]
+    return [math.exp(u + d) for u in means.values() for d in scatter]

@@ -28,7 +28,7 @@ from flopwise.plan.train.constants import (
 from flopwise.plan.train.interval import INTERVAL_LEVEL, regime_name
 from flopwise.validate.common import SkippedRow
 from flopwise.validate.memory import unresolved_misfits
-from flopwise.validate.scoring import Summary, quantile, summarize
+from flopwise.validate.scoring import Summary, new_family_ratios, quantile, summarize
 from flopwise.validate.train_rows import (
     FAMILIES,
     PosedRow,
@@ -239,13 +239,15 @@ class TrainingValidation:
         ]
 
     def interval_table(self) -> dict[str, dict[str, float]]:
-        """Per regime: 10th/90th percentile of measured/predicted step time, and n."""
+        """Per regime: 10th/90th percentile of measured/predicted step time for a job of an
+        unseen source family (scoring.new_family_ratios), and n."""
         out: dict[str, dict[str, float]] = {}
         for validated in (True, False):
             for generic in (False, True):
-                res = [x for _, x in self.residuals(validated, generic)]
-                if len(res) < 5:
+                pairs = self.residuals(validated, generic)
+                if len(pairs) < 5:
                     continue
+                res = new_family_ratios(pairs)
                 lo, hi = quantile(res, 0.10), quantile(res, 0.90)
                 if not validated:
                     # out of sample, only dies run by a single source family are unvalidated
@@ -258,7 +260,7 @@ class TrainingValidation:
                 out[regime_name(validated, not generic)] = {
                     "lo": round(lo, 4),
                     "hi": round(hi, 4),
-                    "n": len(res),
+                    "n": len(pairs),
                 }
         return out
 
@@ -266,15 +268,25 @@ class TrainingValidation:
         """Honest coverage: each family's rows against intervals built without that family."""
         inside = total = 0
         per_family: dict[str, float] = {}
+        bounds: dict[tuple[str, bool], tuple[float, float] | None] = {}
         for fam in {r.posed.family for r in self.rows}:
             fin = ftot = 0
             for r in self.rows:
                 if r.posed.family != fam:
                     continue
-                others = [x for f, x in self.residuals(r.validated_die, False) if f != fam]
-                if len(others) < 5:
+                key = (fam, r.validated_die)
+                if key not in bounds:
+                    others = [p for p in self.residuals(r.validated_die, False) if p[0] != fam]
+                    outcomes = new_family_ratios(others)
+                    bounds[key] = (
+                        (quantile(outcomes, 0.10), quantile(outcomes, 0.90))
+                        if len(others) >= 5
+                        else None
+                    )
+                b = bounds[key]
+                if b is None:
                     continue
-                lo, hi = quantile(others, 0.10), quantile(others, 0.90)
+                lo, hi = b
                 ftot += 1
                 fin += lo <= r.step_ratio() <= hi
             if ftot:
@@ -287,7 +299,8 @@ class TrainingValidation:
             "n": total,
             "by_family_pct": per_family,
             "method": "each family's out-of-sample rows against 10th-90th percentile "
-            "intervals built from the other families' out-of-sample residuals",
+            "intervals built from the other families' out-of-sample residuals (every "
+            "family's bias combined with every row's scatter inside its family)",
         }
 
     @property

@@ -2,8 +2,10 @@
 
 `flopwise validate` predicts every published run with the fitted constant refitted without
 the run's source family; the ratio measured/predicted step time of those out-of-sample
-predictions, grouped by regime, gives the spread a new job should expect. The 10th and 90th
-percentiles of that ratio bound an 80% interval. Regimes:
+predictions, grouped by regime, gives the spread a new job should expect. A new job comes
+from a source family the residuals do not include: its outcomes are every family's mean bias
+combined with every row's scatter inside its family (validate.scoring.new_family_ratios), and
+their 10th and 90th percentiles bound an 80% interval. Regimes:
 
 - ``validated`` / ``unvalidated``: whether the accelerator's die has published runs behind its
   fitted compute fraction (out of sample, a die is unvalidated when only the held-out family

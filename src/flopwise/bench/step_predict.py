@@ -128,7 +128,7 @@ def predict_step(
             "; the planner models 16-bit training: on the CPU the step runs fp32, so GEMMs are "
             "at the measured fp32 rate and memory-bound bytes are counted at 16 bits"
         )
-    from flopwise.plan.train.plan import _by_origin
+    from flopwise.plan.assumptions import hardware_by_origin
 
     return Prediction(
         tokens_per_s=plan.tokens_per_s,
@@ -137,7 +137,7 @@ def predict_step(
         peak_tflops=float(plan.ctx_summary["peak_tflops"]),
         dtype=job.dtype,
         note=note,
-        hardware=_by_origin(hw, "measured"),
+        hardware=hardware_by_origin(hw, "measured"),
         peak_source=_peak_source(hw),
     )
 

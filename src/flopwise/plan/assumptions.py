@@ -6,9 +6,12 @@ node type given. Each entry is ``{"value": ..., "source": ...}`` like the hardwa
 
 from __future__ import annotations
 
+from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
-from flopwise.hardware import Hardware
+from flopwise.errors import FlopwiseError
+from flopwise.hardware import Hardware, Origin
 from flopwise.plan.efficiency import GEMM_FRACTION_WITHOUT_MAMF, MEMORY_BW_FRACTION
 
 
@@ -54,3 +57,32 @@ def gpus_per_node_fallback(hw: Hardware, gpus_per_node: int, given: bool) -> dic
             "--gpus-per-node",
         )
     }
+
+
+def assume_inter_node_bw(hw: Hardware, gbps: float) -> Hardware:
+    """`hw` with a user-given per-GPU scale-out bandwidth (GB/s, one direction), labelled as
+    an assumption: for accelerators the catalog has no node type for, or to override one."""
+    if not gbps > 0:
+        raise FlopwiseError(f"--inter-node-gbps must be positive, got {gbps}")
+    origins = {k: v for k, v in hw.origins.items() if not k.startswith("busbw_gbps:inter:")}
+    origins["inter_bw_per_gpu_gbps"] = Origin(
+        "assumed", f"--inter-node-gbps {gbps:g} (per-GPU scale-out GB/s given by the user)"
+    )
+    by_op = {k: v for k, v in hw.busbw_by_op.items() if not k.startswith("inter:")}
+    return replace(
+        hw,
+        inter_bw_per_gpu_gbps=gbps,
+        inter_busbw_gbps=None,
+        busbw_by_op=MappingProxyType(by_op),
+        origins=MappingProxyType(origins),
+    )
+
+
+def hardware_by_origin(hw: Hardware, kind: str) -> dict[str, Any]:
+    """The hardware numbers whose origin is `kind` ("measured", "assumed"), by field."""
+    out: dict[str, Any] = {}
+    for name, origin in hw.origins.items():
+        if origin.kind != kind:
+            continue
+        out[name] = {"value": hw.value_of(name), "source": origin.detail}
+    return out

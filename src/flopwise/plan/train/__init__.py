@@ -5,11 +5,11 @@ plan = plan_training(model, hardware, TrainJob(gpus=512, seq_len=8192,
 plan.to_dict()["mfu"]
 """
 
+from flopwise.plan.assumptions import assume_inter_node_bw
 from flopwise.plan.train.layout import Layout, LayoutConstraints, TrainJob
 from flopwise.plan.train.plan import (
     FLOPS_CONVENTION,
     TrainPlan,
-    assume_inter_node_bw,
     plan_training,
 )
 

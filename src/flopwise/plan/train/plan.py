@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from types import MappingProxyType
 from typing import Any
 
 from flopwise.errors import FlopwiseError
-from flopwise.hardware import Hardware, Origin
-from flopwise.plan.assumptions import gpus_per_node_fallback, hardware_fallbacks
+from flopwise.hardware import Hardware
+from flopwise.plan.assumptions import hardware_by_origin
 from flopwise.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from flopwise.workload.spec import ModelSpec
 
-from .constants import has_calibrated_compute_fraction
 from .context import ModelContext
 from .frameworks import constrain
 from .interval import StepInterval, step_interval
@@ -25,6 +23,7 @@ from .layout import (
     zero_shard_gpus,
 )
 from .search import Candidate, SearchOutcome, search
+from .summary import context_summary
 
 FLOPS_CONVENTION = (
     "model FLOPs = 3 passes x (2 x active matmul weights incl. logits + attention "
@@ -140,8 +139,8 @@ class TrainPlan:
             "model": self.model.name,
             "accelerator": self.hardware.id,
             "system": self.hardware.system_id,
-            "measured": _by_origin(self.hardware, "measured"),
-            "assumed": {**_by_origin(self.hardware, "assumed"), **c.get("assumed", {})},
+            "measured": hardware_by_origin(self.hardware, "measured"),
+            "assumed": {**hardware_by_origin(self.hardware, "assumed"), **c.get("assumed", {})},
             "gpus_per_node": c["gpus_per_node"],
             "dtype": job.dtype,
             "recipe": job.recipe_name,
@@ -215,73 +214,11 @@ class TrainPlan:
         return d
 
 
-def assume_inter_node_bw(hw: Hardware, gbps: float) -> Hardware:
-    """`hw` with a user-given per-GPU scale-out bandwidth (GB/s, one direction), labelled as
-    an assumption: for accelerators the catalog has no node type for, or to override one."""
-    if not gbps > 0:
-        raise FlopwiseError(f"--inter-node-gbps must be positive, got {gbps}")
-    origins = {k: v for k, v in hw.origins.items() if not k.startswith("busbw_gbps:inter:")}
-    origins["inter_bw_per_gpu_gbps"] = Origin(
-        "assumed", f"--inter-node-gbps {gbps:g} (per-GPU scale-out GB/s given by the user)"
-    )
-    by_op = {k: v for k, v in hw.busbw_by_op.items() if not k.startswith("inter:")}
-    return replace(
-        hw,
-        inter_bw_per_gpu_gbps=gbps,
-        inter_busbw_gbps=None,
-        busbw_by_op=MappingProxyType(by_op),
-        origins=MappingProxyType(origins),
-    )
-
-
-def _by_origin(hw: Hardware, kind: str) -> dict[str, Any]:
-    """The hardware numbers whose origin is `kind` ("measured", "assumed"), by field."""
-    out: dict[str, Any] = {}
-    for name, origin in hw.origins.items():
-        if origin.kind != kind:
-            continue
-        out[name] = {"value": hw.value_of(name), "source": origin.detail}
-    return out
-
-
 def _cand_dict(c: Candidate) -> dict[str, Any]:
     return {
         "layout": {**c.layout.to_dict(), "microbatches_per_step": c.microbatches},
         "step_time_s": c.step_time_s,
         "memory_per_gpu_gib": c.memory.total / GIB,
-    }
-
-
-def _assumed(ctx: ModelContext) -> dict[str, Any]:
-    """The fallbacks this plan rests on (plan/assumptions.py), by name."""
-    dtype = (
-        "bf16" if ctx.job.dtype == "fp16" and "fp16" not in ctx.hw.peak_tflops else ctx.job.dtype
-    )
-    out = hardware_fallbacks(ctx.hw, dtype)
-    out.update(gpus_per_node_fallback(ctx.hw, ctx.gpus_per_node, ctx.job.gpus_per_node is not None))
-    if ctx.job.sustained_compute_fraction is None and not has_calibrated_compute_fraction(
-        ctx.hw.id
-    ):
-        out["sustained_compute_fraction"] = {
-            "value": ctx.compute_fraction,
-            "source": f"no validated training runs on {ctx.hw.id}'s die: the fraction fitted "
-            "over all published runs (plan/train/constants.py "
-            "SUSTAINED_COMPUTE_FRACTION_DEFAULT)",
-        }
-    return out
-
-
-def _summary(ctx: ModelContext) -> dict[str, Any]:
-    return {
-        "assumed": _assumed(ctx),
-        "params": ctx.counts.total,
-        "active_params": ctx.counts.active,
-        "model_flops_per_token": ctx.model_flops_per_token,
-        "recompute_flops_per_token": dict(ctx.recompute_flops_per_token),
-        "peak_tflops": ctx.peak_flops / 1e12,
-        "gpus_per_node": ctx.gpus_per_node,
-        "scaleup_domain": ctx.domain,
-        "device_memory_gib": None if ctx.capacity_bytes is None else ctx.capacity_bytes / GIB,
     }
 
 
@@ -319,7 +256,7 @@ def plan_training(
     # headroom is the search's policy for layouts nobody ran; a layout the user fixed
     # completely (a published one, one they run today) is judged against device capacity
     outcome = search(ctx, cons, headroom=not all_fixed)
-    summary = _summary(ctx)
+    summary = context_summary(ctx)
     summary["memory_headroom_gib"] = 0.0 if all_fixed else ctx.headroom_bytes / GIB
     if outcome.top:
         return TrainPlan(

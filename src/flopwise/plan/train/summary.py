@@ -1,0 +1,45 @@
+"""What a training plan records about its context: the fallbacks it rests on, parameter and
+FLOP counts, the peak it measures MFU against, the node and the device memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flopwise.plan.assumptions import gpus_per_node_fallback, hardware_fallbacks
+from flopwise.units import GIB
+
+from .constants import has_calibrated_compute_fraction
+from .context import ModelContext
+
+
+def assumed_fallbacks(ctx: ModelContext) -> dict[str, Any]:
+    """The fallbacks this plan rests on (plan/assumptions.py), by name."""
+    dtype = (
+        "bf16" if ctx.job.dtype == "fp16" and "fp16" not in ctx.hw.peak_tflops else ctx.job.dtype
+    )
+    out = hardware_fallbacks(ctx.hw, dtype)
+    out.update(gpus_per_node_fallback(ctx.hw, ctx.gpus_per_node, ctx.job.gpus_per_node is not None))
+    if ctx.job.sustained_compute_fraction is None and not has_calibrated_compute_fraction(
+        ctx.hw.id
+    ):
+        out["sustained_compute_fraction"] = {
+            "value": ctx.compute_fraction,
+            "source": f"no validated training runs on {ctx.hw.id}'s die: the fraction fitted "
+            "over all published runs (plan/train/constants.py "
+            "SUSTAINED_COMPUTE_FRACTION_DEFAULT)",
+        }
+    return out
+
+
+def context_summary(ctx: ModelContext) -> dict[str, Any]:
+    return {
+        "assumed": assumed_fallbacks(ctx),
+        "params": ctx.counts.total,
+        "active_params": ctx.counts.active,
+        "model_flops_per_token": ctx.model_flops_per_token,
+        "recompute_flops_per_token": dict(ctx.recompute_flops_per_token),
+        "peak_tflops": ctx.peak_flops / 1e12,
+        "gpus_per_node": ctx.gpus_per_node,
+        "scaleup_domain": ctx.domain,
+        "device_memory_gib": None if ctx.capacity_bytes is None else ctx.capacity_bytes / GIB,
+    }

@@ -118,7 +118,7 @@ def run_matmul_devices(config: MatmulConfig, devices: list[str], db: str | None)
                 try:
                     doc = fut.result()
                 except KeyboardInterrupt:
-                    # Ctrl-C reaches the workers too; SIGTERM is passed on by _forward_sigterm
+                    # Ctrl-C reaches the workers too; SIGTERM is passed on by _interrupt_workers
                     status = "interrupted"  # collect their partial runs
                     continue
                 except Exception as exc:  # a worker died: report it, keep the others

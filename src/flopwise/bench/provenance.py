@@ -94,7 +94,7 @@ def keep_run(
         lambda: save_run(
             kind,
             summary=run.summary(),
-            payload=run.to_dict(),
+            payload=doc,  # keep() sets doc["result_id"] only after this save
             status=run.status,
             info=info,
             db=db,

@@ -110,6 +110,12 @@ def _inputs() -> Callable[[PosedRow], Any]:
     return inputs
 
 
+def scored_grid_modes(engines: Sequence[str]) -> tuple[str, ...]:
+    """The engine modes whose scores read the fp8 grid: all of them while FP8_GEMM_FRACTION is
+    fitted (``score`` refits it per fold), none otherwise (only the diagnostic reads it)."""
+    return tuple(engines) if "FP8_GEMM_FRACTION" in FITTED_CONSTANTS else ()
+
+
 def _uses_fp8(row: PosedRow) -> bool:
     return row.weight_dtype == "fp8"
 
@@ -126,7 +132,7 @@ def build_table(
     other modes only at the shipped value, the only one their scores read (``score``).
     """
     if grid_modes is None:
-        grid_modes = engines if "FP8_GEMM_FRACTION" in FITTED_CONSTANTS else ("known",)
+        grid_modes = scored_grid_modes(engines) or ("known",)
     inputs = _inputs()
     table: Table = {}
     targets: list[Target] = []

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from flopwise.plan.infer.uncertainty import regime_name
-from flopwise.validate.scoring import new_family_ratios, quantile
+from flopwise.validate.scoring import new_family_bounds
 
 if TYPE_CHECKING:
     from flopwise.validate.inference import Built, ScoredRow, Target
@@ -52,14 +52,8 @@ def _cells(
     return cells
 
 
-def _bounds(pairs: Pairs) -> tuple[float, float]:
-    """10th/90th percentile for a row of an unseen source family (scoring.new_family_ratios)."""
-    outcomes = new_family_ratios(pairs)
-    return quantile(outcomes, LO_Q), quantile(outcomes, HI_Q)
-
-
 def _quantiles(pairs: Pairs, source: str) -> dict[str, Any]:
-    lo, hi = _bounds(pairs)
+    lo, hi = new_family_bounds(pairs, LO_Q, HI_Q)
     return {"lo": lo, "hi": hi, "n": len(pairs), "source": source}
 
 
@@ -67,15 +61,12 @@ def interval_doc(built: Built | None = None) -> dict[str, Any]:
     """The content of intervals_inference.json, recomputed from the published rows (`built`:
     their build_table with engine modes "known" and "generic", when already planned)."""
     from flopwise.plan.infer.constants import FP8_GEMM_FRACTION
-    from flopwise.validate.inference import FITTED_CONSTANTS, build_table, score
+    from flopwise.validate.inference import build_table, score, scored_grid_modes
     from flopwise.validate.inference_rows import posed_rows
 
     if built is None:
-        # the fp8 grid is read only when FP8_GEMM_FRACTION is fitted (score refits it per fold)
-        fitted = "FP8_GEMM_FRACTION" in FITTED_CONSTANTS
-        built = build_table(
-            posed_rows()[0], engines=("known", "generic"), grid_modes=None if fitted else ()
-        )
+        engines = ("known", "generic")
+        built = build_table(posed_rows()[0], engines, grid_modes=scored_grid_modes(engines))
     table, targets, _ = built
     regimes: dict[str, dict[str, Any]] = {}
     for mode in ("known", "generic"):
@@ -116,14 +107,16 @@ def coverage_pct(rows: Sequence[ScoredRow]) -> float | None:
             continue
         key = (t.row.family, t.metric, t.row.is_moe)
         if key not in bounds:
-            others = [
-                (s.target.row.family, s.target.measured / s.predicted_oos)
+            pool = [
+                (s.target.row.family, s.target.measured / s.predicted_oos, s.target.row.is_moe)
                 for s in rows
                 if s.target.row.family != t.row.family and s.target.metric == t.metric
             ]
-            same = [p for p, s in zip(others, _same_kind(rows, t), strict=True) if s]
-            pairs = same if len(same) >= MIN_RESIDUALS else others
-            bounds[key] = _bounds(pairs) if len(pairs) >= MIN_RESIDUALS else None
+            same = [(f, r) for f, r, moe in pool if moe == t.row.is_moe]
+            pairs = same if len(same) >= MIN_RESIDUALS else [(f, r) for f, r, _ in pool]
+            bounds[key] = (
+                new_family_bounds(pairs, LO_Q, HI_Q) if len(pairs) >= MIN_RESIDUALS else None
+            )
         b = bounds[key]
         if b is None:
             continue
@@ -131,13 +124,3 @@ def coverage_pct(rows: Sequence[ScoredRow]) -> float | None:
         r = t.measured / row.predicted_oos
         hits += b[0] <= r <= b[1]
     return None if total == 0 else 100.0 * hits / total
-
-
-def _same_kind(rows: Sequence[ScoredRow], t: Target) -> list[bool]:
-    """For the rows `coverage_pct` pools against `t` (other families, same metric): whether
-    each is dense/MoE like `t`."""
-    return [
-        s.target.row.is_moe == t.row.is_moe
-        for s in rows
-        if s.target.row.family != t.row.family and s.target.metric == t.metric
-    ]

@@ -13,7 +13,8 @@ predicted) pairs, then uses:
   ``params``; a validator with nothing fitted passes ``fit=lambda rows: None``.
 - ``quantile(values, q)``: the linear-interpolation quantile used to size prediction intervals;
 - ``new_family_ratios(pairs)``: the outcomes a row of an unseen source family may have, from
-  (family, measured/predicted) residuals: every family's bias with every row's scatter.
+  (family, measured/predicted) residuals: every family's bias with every row's scatter;
+  ``new_family_bounds(pairs, lo_q, hi_q)`` their quantiles, the prediction interval.
 """
 
 from __future__ import annotations
@@ -141,3 +142,12 @@ def new_family_ratios(pairs: Sequence[tuple[str, float]]) -> list[float]:
     means = {f: sum(v) / len(v) for f, v in logs.items()}
     scatter = [x - means[f] for f, v in logs.items() for x in v]
     return [math.exp(u + d) for u in means.values() for d in scatter]
+
+
+def new_family_bounds(
+    pairs: Sequence[tuple[str, float]], lo_q: float, hi_q: float
+) -> tuple[float, float]:
+    """The lo_q and hi_q quantiles of ``new_family_ratios(pairs)``: the interval a row of an
+    unseen source family falls in with probability hi_q - lo_q."""
+    outcomes = new_family_ratios(pairs)
+    return quantile(outcomes, lo_q), quantile(outcomes, hi_q)

@@ -28,7 +28,7 @@ from flopwise.plan.train.constants import (
 from flopwise.plan.train.interval import INTERVAL_LEVEL, regime_name
 from flopwise.validate.common import SkippedRow
 from flopwise.validate.memory import unresolved_misfits
-from flopwise.validate.scoring import Summary, new_family_ratios, quantile, summarize
+from flopwise.validate.scoring import Summary, new_family_bounds, summarize
 from flopwise.validate.train_rows import (
     FAMILIES,
     PosedRow,
@@ -247,8 +247,7 @@ class TrainingValidation:
                 pairs = self.residuals(validated, generic)
                 if len(pairs) < 5:
                     continue
-                res = new_family_ratios(pairs)
-                lo, hi = quantile(res, 0.10), quantile(res, 0.90)
+                lo, hi = new_family_bounds(pairs, 0.10, 0.90)
                 if not validated:
                     # out of sample, only dies run by a single source family are unvalidated
                     # (TPUs: MaxText), so this regime's residuals say how that one die family
@@ -277,11 +276,8 @@ class TrainingValidation:
                 key = (fam, r.validated_die)
                 if key not in bounds:
                     others = [p for p in self.residuals(r.validated_die, False) if p[0] != fam]
-                    outcomes = new_family_ratios(others)
                     bounds[key] = (
-                        (quantile(outcomes, 0.10), quantile(outcomes, 0.90))
-                        if len(others) >= 5
-                        else None
+                        new_family_bounds(others, 0.10, 0.90) if len(others) >= 5 else None
                     )
                 b = bounds[key]
                 if b is None:

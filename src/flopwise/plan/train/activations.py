@@ -106,13 +106,8 @@ def op_checkpoint_bytes(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool) 
     return per_token * tokens * ACT_BYTES
 
 
-def layer_acts_full(ctx: ModelContext, lay: Layout) -> float:
-    """One layer-microbatch's activations without recompute."""
-    return layer_activation_bytes(ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel)[0]
-
-
-def layer_acts(ctx: ModelContext, lay: Layout) -> tuple[float, float]:
-    """(bytes kept per layer-microbatch, one layer's working set rebuilt by full recompute)."""
+def _layer_bytes(ctx: ModelContext, lay: Layout) -> tuple[float, float, float]:
+    """layer_activation_bytes of the layout, cached per (tp, cp, microbatch, sp)."""
     key = (lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel)
     cache = ctx.cache("act")
     hit = cache.get(key)
@@ -120,7 +115,19 @@ def layer_acts(ctx: ModelContext, lay: Layout) -> tuple[float, float]:
         hit = cache[key] = layer_activation_bytes(
             ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel
         )
-    full, selective_saves, layer_input = cast("tuple[float, float, float]", hit)
+    return cast("tuple[float, float, float]", hit)
+
+
+def host_offload_bytes(ctx: ModelContext, lay: Layout) -> float:
+    """Bytes per layer-microbatch a MaxText remat policy offloads to pinned host memory."""
+    if lay.recompute not in POLICIES:
+        return 0.0
+    return policy_layer_bytes(ctx, lay, _layer_bytes(ctx, lay)[0])[2]
+
+
+def layer_acts(ctx: ModelContext, lay: Layout) -> tuple[float, float]:
+    """(bytes kept per layer-microbatch, one layer's working set rebuilt by full recompute)."""
+    full, selective_saves, layer_input = _layer_bytes(ctx, lay)
     if lay.recompute in POLICIES:
         # MaxText's named remat policies: what stays in HBM, what goes to host, the rest rebuilt
         kept, working, _host = policy_layer_bytes(ctx, lay, full)

@@ -34,13 +34,12 @@ from typing import Any
 
 from flopwise.units import GIB
 from flopwise.workload.memory_bytes import TrainingRecipe
-from flopwise.workload.remat import POLICIES
 
 from .activations import (
     TE_FP8_RECIPES,
+    host_offload_bytes,
     layer_activation_bytes,
     layer_acts,
-    layer_acts_full,
     logits_bytes,
     op_checkpoint_bytes,
 )
@@ -52,7 +51,7 @@ from .constants import (
 )
 from .context import ModelContext
 from .layout import Layout
-from .xla_memory import XLA_FSDP_GATHERED_LAYERS, is_xla, policy_layer_bytes
+from .xla_memory import XLA_FSDP_GATHERED_LAYERS, is_xla
 
 __all__ = [
     "TE_FP8_RECIPES",
@@ -113,7 +112,7 @@ def state_bytes(ctx: ModelContext, lay: Layout) -> StateBytes:
     z = lay.zero
 
     layer_p = (p_first + p_exp) / max(-(-ctx.layers // lay.pp), 1)
-    gathered = XLA_FSDP_GATHERED_LAYERS if is_xla(ctx) else ZERO3_GATHERED_LAYERS
+    gathered = _gathered_layers(ctx)
     out = [_state(r, z, p, p_exp, n, n_exp, layer_p, gathered) for p in (p_first, p_last)]
     res = StateBytes(first=out[0], last=out[1])
     cache[key] = res
@@ -295,8 +294,7 @@ def _rank_state(
     n = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp)
     n_exp = max(min(n, lay.dp * lay.cp // lay.ep), 1)
     layer_p = (per_layer + frac_moe * ctx.moe_expert_params / lay.ep) / lay.tp
-    gathered = XLA_FSDP_GATHERED_LAYERS if is_xla(ctx) else ZERO3_GATHERED_LAYERS
-    res = _state(ctx.recipe, lay.zero, p, p_exp, n, n_exp, layer_p, gathered)
+    res = _state(ctx.recipe, lay.zero, p, p_exp, n, n_exp, layer_p, _gathered_layers(ctx))
     cache[key] = res
     return res
 
@@ -313,7 +311,7 @@ def memory_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> Memor
     if lay.pp == 1:
         w, g, ms, o, z3 = _rank_state(ctx, lay, ctx.layers, True, True)
         acts = ctx.layers * kept + working
-        host = ctx.layers * _host_bytes(ctx, lay)
+        host = ctx.layers * host_offload_bytes(ctx, lay)
         if is_xla(ctx):
             # two peaks, not their sum: the loss (logits and the output head's gathered weight
             # and gradient) and one layer's backward (its working set and gathered weights)
@@ -337,18 +335,17 @@ def memory_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> Memor
     w, g, ms, o, z3 = _rank_state(ctx, lay, layers[best_rank], first, last)
     lg = logits if last else 0.0
     stage = "first" if first else "last" if last else f"rank {best_rank}"
-    host = in_flight_layers(lay, best_rank, layers[best_rank], microbatches) * _host_bytes(ctx, lay)
+    in_flight = in_flight_layers(lay, best_rank, layers[best_rank], microbatches)
+    host = in_flight * host_offload_bytes(ctx, lay)
     return MemoryBreakdown(
         stage, w, g, ms, o, z3, best_acts, lg, frag * (best_acts + lg), fixed, cap, 0.0, host
     )
 
 
-def _host_bytes(ctx: ModelContext, lay: Layout) -> float:
-    """Bytes per layer-microbatch a MaxText remat policy offloads to pinned host memory."""
-    if lay.recompute not in POLICIES:
-        return 0.0
-    full = layer_acts_full(ctx, lay)
-    return policy_layer_bytes(ctx, lay, full)[2]
+def _gathered_layers(ctx: ModelContext) -> int:
+    """Layers whose weights ZeRO-3 holds gathered at once: PyTorch FSDP's computing and
+    prefetched ones, XLA's one over scanned layers (xla_memory.py)."""
+    return XLA_FSDP_GATHERED_LAYERS if is_xla(ctx) else ZERO3_GATHERED_LAYERS
 
 
 def _head_gathered_bytes(ctx: ModelContext, lay: Layout) -> float:

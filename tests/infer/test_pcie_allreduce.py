@@ -61,3 +61,36 @@ def test_nvlink_allreduce_may_use_the_one_shot_kernel() -> None:
     small = 8 * 8192 * 2.0
     ring = collective_time_s("all_reduce", small, 8, tier_for(hw, 8, False))
     assert allreduce_s(small, 8, hw, engine) < ring
+
+
+@pytest.mark.parametrize(
+    "tp,n_bytes,kernel",
+    [
+        (2, 12e6, "one_shot"),  # two ranks: one-shot up to the 16 MB workspace
+        (2, 20e6, "ring"),
+        (4, 0.9e6, "one_shot"),
+        (4, 1.1e6, "ring"),  # two-shot is off under AUTO: NCCL from 1 MB
+        (8, 0.4e6, "one_shot"),
+        (8, 0.6e6, "ring"),
+        (8, 5e6, "ring"),
+    ],
+)
+def test_tensorrt_llm_dispatches_as_its_auto_rule(tp: int, n_bytes: float, kernel: str) -> None:
+    hw = hardware_from_catalog("h100-sxm", "hgx-h100")
+    engine = get_engine("tensorrt-llm")
+    tier = tier_for(hw, tp, False)
+    ring = collective_time_s("all_reduce", n_bytes, tp, tier)
+    one_shot = engine.allreduce_latency_s + (tp - 1) * n_bytes / (tier.bw_for("all_reduce") * GB)
+    expected = one_shot if kernel == "one_shot" else ring
+    assert allreduce_s(n_bytes, tp, hw, engine) == pytest.approx(expected)
+
+
+def test_engines_with_the_cheapest_policy_may_use_two_shot() -> None:
+    """vLLM's custom all-reduce keeps its two-stage kernel for mid-size messages: at 5 MB over
+    8 H100s the two-shot time undercuts NCCL's ring, and TensorRT-LLM (NCCL there) is slower."""
+    hw = hardware_from_catalog("h100-sxm", "hgx-h100")
+    n_bytes = 5e6
+    vllm = allreduce_s(n_bytes, 8, hw, get_engine("vllm"))
+    trt = allreduce_s(n_bytes, 8, hw, get_engine("tensorrt-llm"))
+    assert vllm < trt
+    assert trt == pytest.approx(collective_time_s("all_reduce", n_bytes, 8, tier_for(hw, 8, False)))

@@ -78,6 +78,11 @@ class EngineProfile:
     #: Device bytes the runtime holds per sequence slot per vocabulary entry (logits, decoder and
     #: sampling buffers sized max_num_seqs x vocab), allocated before the KV cache is sized.
     slot_bytes_per_vocab: float = 0.0
+    #: How the engine picks a TP all-reduce inside an NVLink domain: "cheapest" = the cheapest of
+    #: NCCL's ring and the one-/two-shot custom kernels (vLLM and SGLang dispatch by measured
+    #: size thresholds that track the fastest); "trtllm" = TensorRT-LLM's AUTO rule
+    #: (``TRTLLM_ALLREDUCE`` below): one-shot below a size that falls with the group, NCCL above.
+    allreduce_policy: str = "cheapest"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -98,6 +103,7 @@ class EngineProfile:
             "build_sizing": self.build_sizing,
             "slot_bytes_per_vocab": self.slot_bytes_per_vocab,
             "kv_block_tokens": self.kv_block_tokens,
+            "allreduce_policy": self.allreduce_policy,
             "source": self.source,
         }
 
@@ -140,6 +146,21 @@ FP8_GEMM_FRACTION = 0.75
 #: Bytes of all-reduced activations per element: engines reduce in bf16/fp16 even with fp8 GEMMs
 #: (TensorRT-LLM and vLLM custom all-reduce kernels operate on 16-bit tensors).
 ALLREDUCE_ELEMENT_BYTES = 2.0
+
+#: TensorRT-LLM's AUTO all-reduce strategy (AllreducePlugin::selectImplementation,
+#: cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp; the same rule in the PyTorch-flow op
+#: thop/allreduceOp.cpp): inside an NVLink-connected group a message up to the custom workspace
+#: (16 MB for 2 ranks, 8 MB above: customAllReduceUtils::getMaxRequiredWorkspaceSize) runs the
+#: one-shot kernel when it is below the bytes given here for the group size, NCCL otherwise. The
+#: two-shot kernel is off under AUTO ("the two-shot strategy has exhibited significant
+#: performance issues ... we have disabled the two-shot strategy", nvbug 4718747, mid-2024, so
+#: from the 0.1x releases that the 0.14 perf-overview used). (largest group size, one-shot below
+#: this many bytes), checked in order.
+TRTLLM_ALLREDUCE_ONESHOT_BELOW: tuple[tuple[int, float], ...] = (
+    (2, 16e6),
+    (4, 1e6),
+    (1 << 30, 500e3),
+)
 
 #: TensorRT-LLM C++ runtime: device bytes per sequence slot per vocabulary entry held by the
 #: runtime buffers (logits) and the decoder (sampling buffers), both sized by the engine's
@@ -210,6 +231,7 @@ ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
                 build_sizing="trtllm-bench",
                 slot_bytes_per_vocab=TRTLLM_SLOT_BYTES_PER_VOCAB,
                 kv_block_tokens=64,
+                allreduce_policy="trtllm",
                 features=(
                     "in-flight batching in the C++ batch manager (context and generation "
                     "requests in one forward pass); paged KV cache; GUARANTEED_NO_EVICT "

@@ -23,6 +23,7 @@ from flopwise.plan.infer.constants import (
     ALLREDUCE_ELEMENT_BYTES,
     ELEMENTWISE_KERNELS_PER_LAYER,
     RIDGE_SMOOTHING_P,
+    TRTLLM_ALLREDUCE_ONESHOT_BELOW,
     EngineProfile,
 )
 from flopwise.plan.infer.shard import Shard, expected_distinct_experts
@@ -224,7 +225,9 @@ def node_gpus(hw: Hardware) -> int:
 
 
 def allreduce_s(n_bytes: float, tp: int, hw: Hardware, engine: EngineProfile) -> float:
-    """One TP all-reduce: the cheapest of ring (NCCL) and one-/two-shot custom kernels.
+    """One TP all-reduce as the engine dispatches it: the cheapest of ring (NCCL) and the
+    one-/two-shot custom kernels, or TensorRT-LLM's AUTO rule (one-shot below a size threshold,
+    NCCL above: constants.TRTLLM_ALLREDUCE_ONESHOT_BELOW).
 
     The custom kernels need every rank's buffer reachable over NVLink: TensorRT-LLM's
     AllreducePlugin::selectImplementation falls back to NCCL when peer access is missing and,
@@ -242,6 +245,9 @@ def allreduce_s(n_bytes: float, tp: int, hw: Hardware, engine: EngineProfile) ->
         return ring
     bw = tier.bw_for("all_reduce") * GB
     one_shot = engine.allreduce_latency_s + (tp - 1) * n_bytes / bw
+    if engine.allreduce_policy == "trtllm":
+        below = next(b for group, b in TRTLLM_ALLREDUCE_ONESHOT_BELOW if tp <= group)
+        return one_shot if n_bytes < below else ring
     two_shot = 2 * engine.allreduce_latency_s + 2 * (tp - 1) / tp * n_bytes / bw
     return min(ring, one_shot, two_shot)
 

@@ -118,6 +118,15 @@ RUNTIME_RESERVED_BYTES = 1.0 * GIB
 #: residual adds and rotary with the QKV epilogue, leaving about four per layer.
 ELEMENTWISE_KERNELS_PER_LAYER = 4
 
+#: MoE routing kernels per MoE layer: gating top-k softmax, permute (expand) and finalize
+#: (TensorRT-LLM moe_kernels.cu: topkGatingSoftmax, expandInputRowsKernel,
+#: finalizeMoeRoutingKernel).
+MOE_ROUTING_KERNELS = 3
+
+#: Bytes per element of the hidden states the MoE permute and finalize move: the residual
+#: stream's 16-bit dtype (an fp8 recipe quantizes inside the expert GEMM's input path).
+MOE_ROUTING_ELEMENT_BYTES = 2.0
+
 #: Live activation elements per token per layer, in units of `hidden` (residual stream, normed
 #: input, attention output, MLP input and output): sizes the transient workspace.
 ACTIVATION_HIDDEN_BUFFERS = 4

@@ -22,6 +22,8 @@ from flopwise.plan.gemm import compute_efficiency, shape_correction
 from flopwise.plan.infer.constants import (
     ALLREDUCE_ELEMENT_BYTES,
     ELEMENTWISE_KERNELS_PER_LAYER,
+    MOE_ROUTING_ELEMENT_BYTES,
+    MOE_ROUTING_KERNELS,
     RIDGE_SMOOTHING_P,
     TRTLLM_ALLREDUCE_ONESHOT_BELOW,
     EngineProfile,
@@ -309,7 +311,20 @@ def _mlp(sh: Shard, p: Pass, hw: Hardware, r: Rates, moe: bool) -> Breakdown:
     out = out + gemm(per_expert, h, sh.expert_down_in, hw, r, groups=local)
     if s.shared_experts:
         out = out + gemm(m, sh.shared_up_out, h, hw, r) + gemm(m, h, sh.shared_down_in, hw, r)
-    return out
+    return out + _moe_routing(m, routed / sh.ep, h, r)
+
+
+def _moe_routing(tokens: float, rows: float, hidden: int, r: Rates) -> Breakdown:
+    """The memory-bound kernels around the expert GEMMs: the top-k gating softmax, the permute
+    that copies each token's hidden state into one row per chosen expert (``rows`` on this rank)
+    and the finalize that reads those rows back and sums them weighted into one hidden state per
+    token (TensorRT-LLM's moe_kernels.cu expandInputRowsKernel / finalizeMoeRoutingKernel;
+    vLLM's and SGLang's fused-MoE permute/unpermute do the same moves)."""
+    moved = (tokens + rows) * hidden * MOE_ROUTING_ELEMENT_BYTES * 2  # permute + finalize
+    return Breakdown(
+        activations_s=moved / r.bw_bytes_s,
+        overhead_s=MOE_ROUTING_KERNELS * KERNEL_LAUNCH_S,
+    )
 
 
 def _elementwise(sh: Shard, p: Pass, r: Rates) -> Breakdown:

@@ -83,6 +83,10 @@ class EngineProfile:
     #: size thresholds that track the fastest); "trtllm" = TensorRT-LLM's AUTO rule
     #: (``TRTLLM_ALLREDUCE`` below): one-shot below a size that falls with the group, NCCL above.
     allreduce_policy: str = "cheapest"
+    #: Bytes per logit the engine gathers and samples from: TensorRT-LLM builds with
+    #: logits_dtype float32 by default (PretrainedConfig/convert_checkpoint ``logits_dtype``);
+    #: vLLM and SGLang compute and gather logits in the model's 16-bit dtype.
+    logits_bytes: float = 2.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -104,6 +108,7 @@ class EngineProfile:
             "slot_bytes_per_vocab": self.slot_bytes_per_vocab,
             "kv_block_tokens": self.kv_block_tokens,
             "allreduce_policy": self.allreduce_policy,
+            "logits_bytes": self.logits_bytes,
             "source": self.source,
         }
 
@@ -241,6 +246,7 @@ ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
                 slot_bytes_per_vocab=TRTLLM_SLOT_BYTES_PER_VOCAB,
                 kv_block_tokens=64,
                 allreduce_policy="trtllm",
+                logits_bytes=4.0,
                 features=(
                     "in-flight batching in the C++ batch manager (context and generation "
                     "requests in one forward pass); paged KV cache; GUARANTEED_NO_EVICT "

@@ -377,7 +377,23 @@ def stage_pass_time(
         # the lm_head stays 16-bit in quantized checkpoints (shard.VOCAB_WEIGHT_BYTES)
         head = replace(r, weight_bytes=sh.vocab_bytes_per_elt)
         total = total + gemm(p.logits_rows, sh.logits_out, h, hw, head)
+        total = total + _logits_gather_and_sample(sh, p.logits_rows, hw, r, engine)
     return total
+
+
+def _logits_gather_and_sample(
+    sh: Shard, rows: float, hw: Hardware, r: Rates, engine: EngineProfile
+) -> Breakdown:
+    """The vocabulary-parallel lm_head leaves each TP rank vocab/tp logits per row: they are
+    gathered into whole rows (TensorRT-LLM's lm_head is a ColumnLinear with gather_output=True,
+    an all-gather; vLLM's LogitsProcessor and SGLang gather them likewise), in the engine's
+    logits dtype, and the sampler then reads every row once (the top-k/argmax pass)."""
+    full = rows * sh.spec.vocab * engine.logits_bytes
+    gather = 0.0
+    if sh.tp > 1:
+        tier = tier_for(hw, sh.tp, spans_nodes=sh.tp > node_gpus(hw))
+        gather = collective_time_s("all_gather", full, sh.tp, tier)
+    return Breakdown(comm_s=gather, activations_s=full / r.bw_bytes_s, overhead_s=KERNEL_LAUNCH_S)
 
 
 def engine_overhead(engine: EngineProfile, prefill: bool) -> Breakdown:

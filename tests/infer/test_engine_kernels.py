@@ -1,0 +1,59 @@
+"""Kernels the serving engines run around the GEMMs: MoE permute/finalize, the logits gather
+and the sampler's read (memory-bound or collective, charged by the bytes they move)."""
+
+from __future__ import annotations
+
+import pytest
+
+from flopwise.hardware import hardware_from_catalog
+from flopwise.plan.infer.constants import get_engine
+from flopwise.plan.infer.latency import _moe_routing, make_rates
+
+
+def _rates():  # type: ignore[no-untyped-def]
+    hw = hardware_from_catalog("h100-sxm", "hgx-h100")
+    return make_rates(hw, get_engine("tensorrt-llm"), "bf16", "bf16")
+
+
+def test_routing_moves_each_token_once_in_and_out_and_each_routed_row_twice() -> None:
+    r = _rates()
+    tokens, hidden = 1000.0, 4096
+    top2 = _moe_routing(tokens, 2 * tokens, hidden, r).activations_s
+    top8 = _moe_routing(tokens, 8 * tokens, hidden, r).activations_s
+    # permute reads the token and writes its k rows; finalize reads the k rows and writes the
+    # token: (1 + k) 16-bit hidden states each way
+    assert top8 / top2 == pytest.approx((1 + 8) / (1 + 2))
+    mixtral_step = 2 * (1 + 2) * tokens * hidden * 2.0 / r.bw_bytes_s
+    assert top2 == pytest.approx(mixtral_step)
+
+
+def test_expert_parallel_ranks_move_only_their_rows() -> None:
+    r = _rates()
+    whole = _moe_routing(1000.0, 2000.0, 4096, r).activations_s
+    ep4 = _moe_routing(1000.0, 500.0, 4096, r).activations_s
+    assert ep4 < whole
+    assert ep4 / whole == pytest.approx((1000 + 500) / (1000 + 2000))
+
+
+def test_logits_are_gathered_over_tp_in_the_engines_dtype_then_read_by_the_sampler() -> None:
+    from flopwise.plan.infer.latency import _logits_gather_and_sample
+    from flopwise.plan.infer.shard import make_shard
+    from flopwise.plan.roofline import collective_time_s, tier_for
+    from flopwise.workload.hf import load_model
+
+    spec = load_model("llama-3.1-70b")
+    hw = hardware_from_catalog("h100-sxm", "hgx-h100")
+    rows = 512.0
+    trt, vllm = get_engine("tensorrt-llm"), get_engine("vllm")
+    r = make_rates(hw, trt, "bf16", "bf16")
+    one = _logits_gather_and_sample(make_shard(spec, 1, 1, "bf16", "bf16"), rows, hw, r, trt)
+    assert one.comm_s == 0.0  # a single rank holds every logit
+    eight = make_shard(spec, 8, 1, "bf16", "bf16")
+    got = _logits_gather_and_sample(eight, rows, hw, r, trt)
+    fp32_rows = rows * spec.vocab * 4.0  # TensorRT-LLM's default float32 logits
+    assert got.comm_s == pytest.approx(
+        collective_time_s("all_gather", fp32_rows, 8, tier_for(hw, 8, False))
+    )
+    assert got.activations_s == pytest.approx(fp32_rows / r.bw_bytes_s)
+    # vLLM gathers 16-bit logits: half the bytes, so a cheaper gather
+    assert _logits_gather_and_sample(eight, rows, hw, r, vllm).comm_s < got.comm_s

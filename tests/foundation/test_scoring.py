@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from flopwise.validate.scoring import (
@@ -54,6 +56,14 @@ def test_quantile_matches_linear_interpolation() -> None:
         quantile([], 0.5)
 
 
+def _widened(biases: list[float]) -> list[float]:
+    """Family biases (ratios) moved away from their log-mean by sqrt((F+1)/(F-1))."""
+    logs = [math.log(b) for b in biases]
+    centre = sum(logs) / len(logs)
+    k = math.sqrt((len(logs) + 1) / (len(logs) - 1))
+    return [math.exp(centre + k * (x - centre)) for x in logs]
+
+
 def test_new_family_outcomes_give_each_family_bias_equal_weight() -> None:
     # 100 rows of a family that the model over-predicts by 10% and 2 of one it under-predicts:
     # pooled, the 10th-90th percentile would sit on the big family alone; a row of a new
@@ -61,9 +71,11 @@ def test_new_family_outcomes_give_each_family_bias_equal_weight() -> None:
     pairs = [("big", 1.1)] * 100 + [("small", 0.9)] * 2
     out = new_family_ratios(pairs)
     assert len(out) == 2 * 102
-    assert sum(1 for x in out if abs(x - 0.9) < 1e-9) == 102
-    assert quantile(out, 0.10) == pytest.approx(0.9)
-    assert quantile(out, 0.90) == pytest.approx(1.1)
+    small, big = _widened([0.9, 1.1])
+    assert sum(1 for x in out if abs(x - small) < 1e-9) == 102
+    assert quantile(out, 0.10) == pytest.approx(small)
+    assert quantile(out, 0.90) == pytest.approx(big)
+    assert small < 0.9 and big > 1.1  # two families seen: the next one may lie beyond both
     pooled = [r for _, r in pairs]
     assert quantile(pooled, 0.10) == pytest.approx(1.1)
 
@@ -72,8 +84,22 @@ def test_new_family_outcomes_carry_each_rows_scatter() -> None:
     # within-family scatter (x1.2 and /1.2 around each family's mean) rides on every bias
     pairs = [("a", 1.2), ("a", 1 / 1.2), ("b", 2.0 * 1.2), ("b", 2.0 / 1.2)]
     out = sorted(new_family_ratios(pairs))
-    expected = sorted([1.2, 1 / 1.2, 1.2, 1 / 1.2, 2.4, 2 / 1.2, 2.4, 2 / 1.2])
+    expected = sorted(b * s for b in _widened([1.0, 2.0]) for s in (1.2, 1 / 1.2, 1.2, 1 / 1.2))
     assert out == pytest.approx(expected)
+
+
+def test_the_spread_of_family_biases_is_widened_less_as_families_accumulate() -> None:
+    # with F families the next family's bias spreads sqrt((F+1)/(F-1)) wider than the F seen
+    def spread(n_families: int) -> float:
+        biases = [1.0 + 0.1 * i for i in range(n_families)]
+        out = new_family_ratios([(f"f{i}", b) for i, b in enumerate(biases)])
+        logs = [math.log(x) for x in out]
+        seen = [math.log(b) for b in biases]
+        return (max(logs) - min(logs)) / (max(seen) - min(seen))
+
+    assert spread(2) == pytest.approx(math.sqrt(3))
+    assert spread(6) == pytest.approx(math.sqrt(7 / 5))
+    assert spread(50) < 1.05
 
 
 def test_one_family_is_its_own_residuals() -> None:

@@ -134,14 +134,24 @@ def new_family_ratios(pairs: Sequence[tuple[str, float]]) -> list[float]:
     row's deviation from its own family's mean: F x N equally weighted outcomes, each family's
     bias equally likely and each row's scatter as often as rows occur. Pooling the rows as they
     are would let the largest family's bias stand for all and under-cover a family it has not
-    seen. With one family it is the residuals themselves.
+    seen. The family biases are spread about their mean by sqrt((F+1)/(F-1)) (below): a few
+    families understate where the next one lands. With one family it is the residuals
+    themselves.
     """
     logs: dict[str, list[float]] = {}
     for family, ratio in pairs:
         logs.setdefault(family, []).append(math.log(ratio))
     means = {f: sum(v) / len(v) for f, v in logs.items()}
     scatter = [x - means[f] for f, v in logs.items() for x in v]
-    return [math.exp(u + d) for u in means.values() for d in scatter]
+    n = len(means)
+    centre = sum(means.values()) / n
+    # F observed family biases understate where the next family's lands: their spread about
+    # their own mean is short by sqrt(F/(F-1)) (Bessel) and the mean itself is uncertain by
+    # 1/F of a family's variance, so a new family's deviation is widened by sqrt((F+1)/(F-1))
+    # (the predictive spread of one more draw from the same distribution of biases)
+    widen = math.sqrt((n + 1) / (n - 1)) if n > 1 else 1.0
+    biases = [centre + widen * (u - centre) for u in means.values()]
+    return [math.exp(u + d) for u in biases for d in scatter]
 
 
 def new_family_bounds(

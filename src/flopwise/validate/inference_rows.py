@@ -14,7 +14,7 @@ How each source is posed (see NOTES.md "Inference rows"):
   picks the running batch): ``--num-requests N`` with N the dataset size the row states (1,000 to
   30,000 requests), an offline batch run by in-flight batching at the largest concurrency that
   fits (and that the engine profile allows), ramp-up and drain included.
-- ``trtllm017`` (perf-overview 0.17, same trtllm-bench methodology and dataset sizes as 0.14):
+- ``trtllm015`` / ``trtllm017`` (perf-overview 0.15.0 / 0.17, same trtllm-bench methodology and dataset sizes as 0.14):
   posed the same way.
 - ``sglang030`` (ShareGPT, request rates) and ``lambda_vllm054`` (lengths not stated): skipped.
 
@@ -75,6 +75,7 @@ MODELS: tuple[tuple[str, str], ...] = (
 #: Source families: id prefix -> family name (cross-validation leaves one family out).
 FAMILIES: tuple[tuple[str, str], ...] = (
     ("trtllm014_", "trtllm014"),
+    ("trtllm015_", "trtllm015"),
     ("trtllm017_", "trtllm017"),
     ("trtllm09_", "trtllm09"),
     ("trtllm05_", "trtllm05"),

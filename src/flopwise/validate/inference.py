@@ -15,6 +15,8 @@ The same predictions give the residuals that size prediction intervals (``interv
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -120,6 +122,76 @@ def _uses_fp8(row: PosedRow) -> bool:
     return row.weight_dtype == "fp8"
 
 
+#: Rows that forked workers plan (set before the pool forks, read by index in the workers).
+_FORKED_ROWS: Sequence[PosedRow] = ()
+#: Each worker's own model/hardware cache (``_inputs``), made on its first row.
+_WORKER_INPUTS: list[Callable[[PosedRow], Any]] = []
+
+#: A planned row: its refusal (or None), whether the planner said it does not fit, and its
+#: predictions as ((engine mode, fp8 fraction), metric, value).
+Planned = tuple[str | None, bool, list[tuple[tuple[str, float], str, float]]]
+
+
+def _plan_cells(
+    row: PosedRow,
+    engines: Sequence[str],
+    grid_modes: Sequence[str],
+    inputs: Callable[[PosedRow], Any],
+) -> Planned:
+    try:
+        base = _plan_row(row, row.engine, FP8_GEMM_FRACTION, inputs)
+    except FlopwiseError as exc:
+        return f"planner refused: {exc}", False, []
+    cells: list[tuple[tuple[str, float], str, float]] = []
+    for mode in engines:
+        name = row.engine if mode == "known" else "generic"
+        grid = FP8_FRACTION_GRID if _uses_fp8(row) and mode in grid_modes else ()
+        for g in sorted(set(grid) | {FP8_GEMM_FRACTION}):
+            try:
+                pred = (
+                    base
+                    if (g, mode) == (FP8_GEMM_FRACTION, "known")
+                    else _plan_row(row, name, g, inputs)
+                )
+            except FlopwiseError:  # e.g. the generic engine keeps more memory back
+                continue
+            cells.extend(((mode, g), metric, pred[metric]) for metric in row.measured)
+    return None, bool(base.get("does_not_fit")), cells
+
+
+def _plan_forked(index: int, engines: Sequence[str], grid_modes: Sequence[str]) -> Planned:
+    if not _WORKER_INPUTS:
+        _WORKER_INPUTS.append(_inputs())
+    return _plan_cells(_FORKED_ROWS[index], engines, grid_modes, _WORKER_INPUTS[0])
+
+
+def validation_workers() -> int:
+    """Processes the validation plans rows in: FLOPWISE_WORKERS, else one per CPU core."""
+    env = os.environ.get("FLOPWISE_WORKERS", "").strip()
+    if env.isdigit() and int(env) >= 1:
+        return int(env)
+    return os.cpu_count() or 1
+
+
+def _plan_all(
+    rows: Sequence[PosedRow], engines: Sequence[str], grid_modes: Sequence[str]
+) -> list[Planned]:
+    """Every row planned, in order: in forked worker processes when there are several cores
+    (rows are independent; the planner is pure), else in this process."""
+    global _FORKED_ROWS
+    workers = min(validation_workers(), max(1, len(rows) // 25))
+    if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+        _FORKED_ROWS = rows
+        try:
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                args = [(i, tuple(engines), tuple(grid_modes)) for i in range(len(rows))]
+                return pool.starmap(_plan_forked, args, chunksize=8)
+        finally:
+            _FORKED_ROWS = ()
+    inputs = _inputs()
+    return [_plan_cells(row, engines, grid_modes, inputs) for row in rows]
+
+
 def build_table(
     rows: Sequence[PosedRow],
     engines: Sequence[str] = ("known",),
@@ -133,36 +205,22 @@ def build_table(
     """
     if grid_modes is None:
         grid_modes = scored_grid_modes(engines) or ("known",)
-    inputs = _inputs()
     table: Table = {}
     targets: list[Target] = []
     refused: list[tuple[PosedRow, str]] = []
-    for row in rows:
-        try:
-            base = _plan_row(row, row.engine, FP8_GEMM_FRACTION, inputs)
-        except FlopwiseError as exc:
-            refused.append((row, f"planner refused: {exc}"))
+    for row, (refusal, misfit, cells) in zip(
+        rows, _plan_all(rows, engines, grid_modes), strict=True
+    ):
+        if refusal is not None:
+            refused.append((row, refusal))
             continue
         note = row.note
-        if base.get("does_not_fit"):
+        if misfit:
             note = (note + "; " if note else "") + "planner says this batch does not fit"
         for metric, value in row.measured.items():
             targets.append(Target(row, metric, value, note))
-        for mode in engines:
-            name = row.engine if mode == "known" else "generic"
-            grid = FP8_FRACTION_GRID if _uses_fp8(row) and mode in grid_modes else ()
-            for g in sorted(set(grid) | {FP8_GEMM_FRACTION}):
-                try:
-                    pred = (
-                        base
-                        if (g, mode) == (FP8_GEMM_FRACTION, "known")
-                        else _plan_row(row, name, g, inputs)
-                    )
-                except FlopwiseError:  # e.g. the generic engine keeps more memory back
-                    continue
-                cell = table.setdefault((mode, g), {})
-                for metric in row.measured:
-                    cell[(row.id, metric)] = pred[metric]
+        for key, metric, value in cells:
+            table.setdefault(key, {})[(row.id, metric)] = value
     return table, targets, refused
 
 

@@ -57,3 +57,42 @@ def test_logits_are_gathered_over_tp_in_the_engines_dtype_then_read_by_the_sampl
     assert got.activations_s == pytest.approx(fp32_rows / r.bw_bytes_s)
     # vLLM gathers 16-bit logits: half the bytes, so a cheaper gather
     assert _logits_gather_and_sample(eight, rows, hw, r, vllm).comm_s < got.comm_s
+
+
+def test_the_engine_memory_knob_sizes_the_kv_cache() -> None:
+    from flopwise.errors import FlopwiseError
+    from flopwise.plan.infer import InferJob, plan_inference
+    from flopwise.workload.hf import load_model
+
+    spec = load_model("llama-3.1-8b")
+    hw = hardware_from_catalog("h100-sxm", "hgx-h100")
+
+    def kv_gib(fraction: float | None) -> float:
+        job = InferJob(
+            input_len=128,
+            output_len=2048,
+            batch=None,
+            weight_dtype="fp8",
+            kv_dtype="fp8",
+            engine="tensorrt-llm",
+            memory_fraction=fraction,
+        )
+        return plan_inference(spec, hw, job).memory.kv_bytes
+
+    default, higher = kv_gib(None), kv_gib(0.95)
+    assert kv_gib(0.90) == pytest.approx(default)  # TensorRT-LLM's default
+    # a fraction of the memory left after weights and activations: 0.95/0.90 of the same base
+    assert higher / default == pytest.approx(0.95 / 0.90, rel=0.02)
+    for bad in (0.0, 1.2):
+        with pytest.raises(FlopwiseError, match="memory fraction"):
+            InferJob(memory_fraction=bad)
+
+
+def test_later_perf_overview_rows_are_posed_at_the_memory_fraction_they_state() -> None:
+    from flopwise.validate.inference_rows import posed_rows
+
+    rows = posed_rows()[0]
+    later = [r for r in rows if r.family in ("trtllm015", "trtllm017")]
+    assert later and all(r.memory_fraction == 0.95 for r in later)
+    assert all("--memory-fraction 0.95" in r.command for r in later)
+    assert all(r.memory_fraction is None for r in rows if r.family == "trtllm014")

@@ -161,6 +161,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
         target_tpot_ms=args.target_tpot_ms,
         target_ttft_ms=args.target_ttft_ms,
         num_requests=args.num_requests,
+        memory_fraction=args.memory_fraction,
     )
     return compare_infer(model, ijob, candidates, sort=args.sort, hardware=hardware)
 

@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         ep=args.ep,
         attention_dp=args.attention_dp,
         num_requests=args.num_requests,
+        memory_fraction=args.memory_fraction,
     )
     hw_doc = {
         "id": hw.id,

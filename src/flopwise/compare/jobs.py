@@ -113,6 +113,8 @@ class CompareInferJob:
     #: An offline batch of this many requests per instance (split over its replicas); `batch`
     #: then caps how many run at once per replica (None: as many as fit).
     num_requests: int | None = None
+    #: The engine's memory knob (see plan.infer.InferJob.memory_fraction); None: its default.
+    memory_fraction: float | None = None
 
     @property
     def batch_rule(self) -> str:
@@ -145,6 +147,8 @@ class CompareInferJob:
             raise FlopwiseError(f"--tp must be at least 1, got {self.tp}")
         if self.num_requests is not None and self.num_requests < 1:
             raise FlopwiseError(f"--num-requests must be at least 1, got {self.num_requests}")
+        if self.memory_fraction is not None and not 0 < self.memory_fraction <= 1:
+            raise FlopwiseError(f"--memory-fraction must be in (0, 1], got {self.memory_fraction}")
         for name in ("target_tpot_ms", "target_ttft_ms"):
             value = getattr(self, name)
             if value is not None and not value > 0:
@@ -165,5 +169,6 @@ class CompareInferJob:
             "target_tpot_ms": self.target_tpot_ms,
             "target_ttft_ms": self.target_ttft_ms,
             "num_requests": self.num_requests,
+            "memory_fraction": self.memory_fraction,
             "batch_rule": self.batch_rule,
         }

@@ -147,6 +147,7 @@ def infer_estimate(
             act_dtype=job.act_dtype,
             engine=job.engine,
             num_requests=job.num_requests,
+            memory_fraction=job.memory_fraction,
         ),
     ).to_dict()
     request = plan["breakdown"]["request"]

@@ -78,6 +78,7 @@ def _plan_row(
         kv_dtype=row.kv_dtype,
         engine=engine_name,
         num_requests=row.num_requests,
+        memory_fraction=row.memory_fraction,
     )
     engine = replace(get_engine(engine_name), fp8_gemm_fraction=fraction)
     spec, hw = inputs(row)

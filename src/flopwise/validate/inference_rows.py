@@ -110,6 +110,7 @@ class PosedRow:
     measured: Mapping[str, float] = field(default_factory=dict)
     note: str = ""
     num_requests: int | None = None  # an offline batch of this many requests (--num-requests)
+    memory_fraction: float | None = None  # the engine's memory knob as the source ran it
 
     @property
     def is_moe(self) -> bool:
@@ -129,6 +130,8 @@ class PosedRow:
         parts += ["--input-len", str(self.input_len), "--output-len", str(self.output_len)]
         parts += ["--weight-dtype", self.weight_dtype, "--kv-dtype", self.kv_dtype]
         parts += ["--engine", self.engine]
+        if self.memory_fraction is not None:
+            parts += ["--memory-fraction", f"{self.memory_fraction:g}"]
         return " ".join(parts)
 
 
@@ -159,6 +162,11 @@ def _int(text: str) -> int | None:
         return None
 
 
+#: How a row states the engine memory fraction its source ran with (TensorRT-LLM perf-overview
+#: 0.15 onward: "In majority of cases, we also use a higher KV cache percentage by setting
+#: --kv_cache_free_gpu_mem_fraction 0.95"; the rows do not say which fell back to 0.90).
+_MEMORY_FRACTION = re.compile(r"kv_cache_free_gpu_mem_fraction (0\.\d+)")
+
 #: How a row states the size of its offline dataset (trtllm-bench: all requests queued at once).
 _REQUESTS = re.compile(r"(\d[\d,]*) requests of fixed ISL/OSL issued at once")
 
@@ -166,6 +174,11 @@ _REQUESTS = re.compile(r"(\d[\d,]*) requests of fixed ISL/OSL issued at once")
 def _num_requests(notes: str) -> int | None:
     m = _REQUESTS.search(notes)
     return int(m.group(1).replace(",", "")) if m else None
+
+
+def _memory_fraction(notes: str) -> float | None:
+    m = _MEMORY_FRACTION.search(notes)
+    return float(m.group(1)) if m else None
 
 
 def _precision(label: str) -> tuple[str, str, str] | None:
@@ -248,6 +261,7 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
         measured=MappingProxyType(measured),
         note=prec[2],
         num_requests=_num_requests(r.get("notes", "")) if continuous else None,
+        memory_fraction=_memory_fraction(r.get("notes", "")),
     )
 
 

@@ -61,6 +61,9 @@ class InferJob:
     #: an offline batch of this many requests arriving at once (``offline.py``); ``batch`` then
     #: caps how many run at once (None: as many as fit)
     num_requests: int | None = None
+    #: the engine's memory knob (TensorRT-LLM kv_cache_free_gpu_mem_fraction, vLLM
+    #: gpu_memory_utilization, SGLang mem_fraction_static); None: the engine's default
+    memory_fraction: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("input_len", "output_len", "tp", "pp", "replicas", "ep"):
@@ -75,6 +78,8 @@ class InferJob:
             raise FlopwiseError(
                 f"num_requests must be a positive integer, got {self.num_requests!r}"
             )
+        if self.memory_fraction is not None and not 0.0 < self.memory_fraction <= 1.0:
+            raise FlopwiseError(f"memory fraction must be in (0, 1], got {self.memory_fraction!r}")
         if self.tp % self.ep:
             raise FlopwiseError(
                 f"--ep {self.ep} must divide --tp {self.tp} (experts are split over ep groups "

@@ -70,6 +70,8 @@ def make_context(
             f"{hw.id} has no known interconnect; tensor/pipeline parallel needs one"
         )
     engine = engine or get_engine(job.engine)
+    if job.memory_fraction is not None:
+        engine = replace(engine, memory_fraction=job.memory_fraction)
     precision = resolve_precision(job, hw)
     if (job.ep > 1 or job.attention_dp) and not spec.is_moe:
         raise FlopwiseError(
@@ -277,6 +279,15 @@ def assumptions_for(ctx: Context) -> list[str]:
         "of achievable bandwidth" + (f"; {ctx.engine.features}" if ctx.engine.features else ""),
         f"precision: {ctx.precision.mode} ({ctx.precision.weight} weights, {ctx.precision.kv} "
         f"KV cache, {ctx.precision.act} GEMMs)",
+        "engine memory: "
+        + (
+            f"the KV cache gets {ctx.engine.memory_fraction:.0%} of the memory left after "
+            "weights, activations and runtime buffers"
+            if ctx.engine.memory_fraction_of == "free"
+            else f"weights, activations and KV cache fit in {ctx.engine.memory_fraction:.0%} "
+            "of device memory"
+        )
+        + (" (--memory-fraction)" if ctx.job.memory_fraction is not None else " (engine default)"),
     ]
     if ctx.precision.note:
         out.append(ctx.precision.note)

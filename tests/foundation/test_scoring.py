@@ -105,3 +105,15 @@ def test_the_spread_of_family_biases_is_widened_less_as_families_accumulate() ->
 def test_one_family_is_its_own_residuals() -> None:
     pairs = [("only", r) for r in (0.8, 0.95, 1.0, 1.3)]
     assert sorted(new_family_ratios(pairs)) == pytest.approx([0.8, 0.95, 1.0, 1.3])
+
+
+def test_validate_spinner_stays_off_a_non_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    from flopwise.present.validate_view import section_status
+
+    ran = []
+    with section_status("inference"):  # pytest's stderr is not a terminal
+        ran.append(1)
+    with section_status("inference", enabled=False):
+        ran.append(2)
+    assert ran == [1, 2]
+    assert capsys.readouterr().err == ""

@@ -36,28 +36,34 @@ def _inference_available() -> bool:
 
 def run_validate(args: argparse.Namespace) -> int:
     from flopwise.errors import FlopwiseError
+    from flopwise.present.validate_view import section_status
 
     doc: dict[str, Any] = {}
+    spin = not args.json
     if args.only in (None, "training"):
         from flopwise.validate.training import validate_training
 
-        doc["training"] = validate_training().to_dict()
+        with section_status("training", spin):
+            doc["training"] = validate_training().to_dict()
     if args.only in (None, "inference"):
         if _inference_available():
             from importlib import import_module
 
             mod = import_module("flopwise.validate.inference")
-            doc["inference"] = mod.validate_inference().to_dict()
+            with section_status("inference", spin):
+                doc["inference"] = mod.validate_inference().to_dict()
         elif args.only == "inference":
             raise FlopwiseError("inference validation is not available in this version")
     if args.only in (None, "matmul"):
         from flopwise.validate.matmul import validate_matmul
 
-        doc["matmul"] = validate_matmul().to_dict()
+        with section_status("GEMM rates", spin):
+            doc["matmul"] = validate_matmul().to_dict()
     if args.only in (None, "goodput"):
         from flopwise.validate.goodput import validate_goodput
 
-        doc["goodput"] = validate_goodput().to_dict()
+        with section_status("goodput", spin):
+            doc["goodput"] = validate_goodput().to_dict()
     if args.json:
         from flopwise.present.jsonout import emit
 

@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from flopwise.present.console import console, table
+
+
+@contextmanager
+def section_status(section: str, enabled: bool = True) -> Iterator[None]:
+    """A spinner on stderr while one section runs (inference takes a minute or more); nothing
+    when disabled (--json) or when stderr is not a terminal."""
+    import sys
+
+    if not enabled or not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(f"validating {section} against published runs ..."):
+        yield
 
 
 def _pct(v: float | None, signed: bool = False) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware, Origin
 from flopwise.plan.efficiency import GEMM_FRACTION_WITHOUT_MAMF, MEMORY_BW_FRACTION
+from flopwise.plan.gemm import stand_in_fraction
 
 
 def _entry(value: Any, source: str) -> dict[str, Any]:
@@ -27,12 +28,22 @@ def hardware_fallbacks(hw: Hardware, dtype: str) -> dict[str, dict[str, Any]]:
     if mamf is None and dtype == "fp16":
         mamf = hw.matmul_tflops.get("bf16")
     if mamf is None and dtype in hw.peak_tflops:
-        out[f"matmul_tflops:{dtype}"] = _entry(
-            hw.peak(dtype) * GEMM_FRACTION_WITHOUT_MAMF,
-            f"no MAMF measured or published for {hw.id} {dtype}: peak x "
-            f"{GEMM_FRACTION_WITHOUT_MAMF} (plan/efficiency.py GEMM_FRACTION_WITHOUT_MAMF); "
-            "measure it with flopwise bench matmul",
-        )
+        sibling = stand_in_fraction(hw, dtype)
+        if sibling is not None:
+            other, frac = sibling
+            out[f"matmul_tflops:{dtype}"] = _entry(
+                hw.peak(dtype) * frac,
+                f"no MAMF measured or published for {hw.id} {dtype}: {dtype} peak x {frac:.2f}, "
+                f"the fraction of peak its {other} MAMF reaches (plan/gemm.py MAMF_STAND_INS); "
+                "measure it with flopwise bench matmul",
+            )
+        else:
+            out[f"matmul_tflops:{dtype}"] = _entry(
+                hw.peak(dtype) * GEMM_FRACTION_WITHOUT_MAMF,
+                f"no MAMF measured or published for {hw.id} {dtype}: peak x "
+                f"{GEMM_FRACTION_WITHOUT_MAMF} (plan/efficiency.py GEMM_FRACTION_WITHOUT_MAMF); "
+                "measure it with flopwise bench matmul",
+            )
     if not hw.achievable_bw_gbps and hw.memory_bw_gbps:
         out["achievable_bw_gbps"] = _entry(
             hw.memory_bw_gbps * MEMORY_BW_FRACTION,

@@ -95,13 +95,37 @@ class GemmEstimate:
         }
 
 
+#: Dtypes whose measured MAMF, as a fraction of its own peak, stands in for a dtype of the same
+#: device with no MAMF (same tensor-core pipeline, same power and clock limits). Where both are
+#: published the fp8 fraction is 0.87-1.03x the bf16 one (H100 0.71 vs 0.80, H200 0.73 vs
+#: GH200 0.84, B200 0.76 vs 0.78, Gaudi 3 0.70 vs 0.68: ml-engineering MAMF table,
+#: published/matmul_runs.csv), much closer than a generic fraction of peak: MI300X's measured
+#: bf16 MAMF is 0.51 of its peak, not 0.80.
+MAMF_STAND_INS: dict[str, tuple[str, ...]] = {"fp8": ("bf16",), "fp16": ("bf16",)}
+
+
+def stand_in_fraction(hw: Hardware, dtype: str) -> tuple[str, float] | None:
+    """(dtype, MAMF/peak) of a measured sibling dtype on the same device, when `dtype` has no
+    MAMF of its own (MAMF_STAND_INS)."""
+    for other in MAMF_STAND_INS.get(dtype, ()):
+        mamf = hw.matmul_tflops.get(other)
+        if mamf is not None and other in hw.peak_tflops and hw.peak(other) > 0:
+            return other, mamf / hw.peak(other)
+    return None
+
+
 def ceiling_tflops(hw: Hardware, dtype: str) -> float:
-    """Large-GEMM ceiling: measured or published MAMF, else peak x GEMM_FRACTION_WITHOUT_MAMF."""
+    """Large-GEMM ceiling: measured or published MAMF; else the same fraction of this dtype's
+    peak that a measured sibling dtype reaches on this device (bf16 for fp8); else peak x
+    GEMM_FRACTION_WITHOUT_MAMF."""
     mamf = hw.matmul_tflops.get(dtype)
     if mamf is None and dtype == "fp16":
         mamf = hw.matmul_tflops.get("bf16")
     if mamf is not None:
         return mamf
+    sibling = stand_in_fraction(hw, dtype)
+    if sibling is not None:
+        return hw.peak(dtype) * sibling[1]
     return hw.peak(dtype) * GEMM_FRACTION_WITHOUT_MAMF
 
 

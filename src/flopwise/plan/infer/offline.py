@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from flopwise.errors import FlopwiseError
@@ -208,7 +208,6 @@ def pass_time(ctx: Any) -> StepTime:
 
 def plan_offline(ctx: Any, num_requests: int) -> Any:
     """The InferPlan of an offline batch of `num_requests` (split evenly over the replicas)."""
-    from dataclasses import replace
 
     from flopwise.plan.infer.batching import (
         continuous_memory,
@@ -228,6 +227,14 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
     ctx, _ = sized_context(ctx)  # the engine as its builder sizes it (trtllm_build.py)
     job = ctx.job
     per_replica = math.ceil(num_requests / job.replicas)
+    if (
+        job.batch is not None
+        and ctx.engine.max_num_seqs is not None
+        and job.batch > ctx.engine.max_num_seqs
+    ):
+        # an explicit --batch is the engine's sequence cap (vLLM --max-num-seqs, TensorRT-LLM
+        # max_batch_size, SGLang --max-running-requests): only memory limits it then
+        ctx = replace(ctx, engine=replace(ctx.engine, max_num_seqs=job.batch))
     fit = max_concurrency(ctx)
     if fit < 1:
         raise FlopwiseError(fit_suggestion(ctx.spec, ctx.hw, job))

@@ -1,0 +1,34 @@
+"""A dtype with no MAMF of its own borrows the fraction of peak a measured dtype of the same
+device reaches, instead of a generic fraction of peak."""
+
+from __future__ import annotations
+
+import pytest
+
+from flopwise.hardware import hardware_from_catalog
+from flopwise.plan.assumptions import hardware_fallbacks
+from flopwise.plan.efficiency import GEMM_FRACTION_WITHOUT_MAMF
+from flopwise.plan.gemm import ceiling_tflops
+
+
+def test_fp8_without_mamf_reaches_the_fraction_of_peak_bf16_measures() -> None:
+    hw = hardware_from_catalog("mi300x", None)
+    assert "fp8" not in hw.matmul_tflops and "bf16" in hw.matmul_tflops
+    bf16_fraction = hw.matmul_tflops["bf16"] / hw.peak("bf16")
+    assert bf16_fraction < 0.6  # MI300X's measured bf16 MAMF: ~51% of peak
+    assert ceiling_tflops(hw, "fp8") == pytest.approx(hw.peak("fp8") * bf16_fraction)
+    assert ceiling_tflops(hw, "fp8") < hw.peak("fp8") * GEMM_FRACTION_WITHOUT_MAMF
+    assumed = hardware_fallbacks(hw, "fp8")["matmul_tflops:fp8"]
+    assert "bf16 MAMF" in assumed["source"]
+
+
+def test_a_measured_mamf_is_used_as_it_is() -> None:
+    hw = hardware_from_catalog("h100-sxm", None)
+    assert ceiling_tflops(hw, "fp8") == hw.matmul_tflops["fp8"]
+    assert "matmul_tflops:fp8" not in hardware_fallbacks(hw, "fp8")
+
+
+def test_no_measured_sibling_keeps_the_generic_fraction() -> None:
+    hw = hardware_from_catalog("l40s", None)
+    assert not hw.matmul_tflops
+    assert ceiling_tflops(hw, "fp8") == pytest.approx(hw.peak("fp8") * GEMM_FRACTION_WITHOUT_MAMF)

@@ -96,3 +96,20 @@ def test_later_perf_overview_rows_are_posed_at_the_memory_fraction_they_state() 
     assert later and all(r.memory_fraction == 0.95 for r in later)
     assert all("--memory-fraction 0.95" in r.command for r in later)
     assert all(r.memory_fraction is None for r in rows if r.family == "trtllm014")
+
+
+def test_an_explicit_batch_is_the_engines_sequence_cap() -> None:
+    from flopwise.plan.infer import InferJob, plan_inference
+    from flopwise.workload.hf import load_model
+
+    spec = load_model("llama-3.1-8b")
+    hw = hardware_from_catalog("h100-sxm", "hgx-h100")
+
+    def running(batch: int | None) -> int:
+        job = InferJob(input_len=128, output_len=512, batch=batch, engine="vllm", num_requests=2000)
+        return int(plan_inference(spec, hw, job).batch)
+
+    assert get_engine("vllm").max_num_seqs == 256
+    assert running(None) == 256  # vLLM's default --max-num-seqs
+    assert running(600) == 600  # --max-num-seqs 600: memory allows it
+    assert running(100) == 100

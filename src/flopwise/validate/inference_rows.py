@@ -16,6 +16,9 @@ How each source is posed (see NOTES.md "Inference rows"):
   fits (and that the engine profile allows), ramp-up and drain included.
 - ``trtllm015`` / ``trtllm017`` (perf-overview 0.15.0 / 0.17, same trtllm-bench methodology and dataset sizes as 0.14):
   posed the same way.
+- ``rocmvllm`` (AMD's vLLM docker throughput tables on MI300X, ``benchmark_throughput.py``:
+  every prompt submitted at once with ``--max-num-seqs`` equal to their number): ``--num-requests
+  N --batch N --engine vllm``.
 - ``sglang030`` (ShareGPT, request rates) and ``lambda_vllm054`` (lengths not stated): skipped.
 
 FP8 rows are fp8 weights, activations and KV cache (TensorRT-LLM perf docs: "If you specify FP8
@@ -45,6 +48,9 @@ ACCELERATORS: Mapping[str, str] = MappingProxyType(
         "A100-80GB": "a100-sxm-80gb",
         "A100-PCIe-80GB": "a100-pcie-80gb",
         "L40S-48GB": "l40s",
+        "MI300X": "mi300x",
+        "MI325X": "mi325x",
+        "MI355X": "mi355x",
     }
 )
 
@@ -79,6 +85,7 @@ FAMILIES: tuple[tuple[str, str], ...] = (
     ("trtllm017_", "trtllm017"),
     ("trtllm09_", "trtllm09"),
     ("trtllm05_", "trtllm05"),
+    ("rocmvllm_", "rocmvllm"),
     ("sglang030_", "sglang030"),
     ("lambda_vllm054_", "lambda_vllm054"),
 )
@@ -125,6 +132,8 @@ class PosedRow:
         parts += ["--tp", str(self.tp), "--gpus", str(self.gpus)]
         if self.num_requests is not None:
             parts += ["--num-requests", str(self.num_requests)]
+            if self.batch is not None:  # the engine's sequence cap the source set
+                parts += ["--batch", str(self.batch)]
         else:
             parts += ["--batch", "max" if self.batch is None else str(self.batch)]
         parts += ["--input-len", str(self.input_len), "--output-len", str(self.output_len)]
@@ -252,7 +261,8 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
         system=PCIE_SYSTEMS.get(acc) if tp > 1 else None,
         input_len=isl,
         output_len=osl,
-        batch=None if continuous else batch,
+        # an offline run's stated batch is the engine's sequence cap (--max-num-seqs)
+        batch=batch,
         tp=tp,
         gpus=gpus,
         weight_dtype=prec[0],

@@ -13,7 +13,7 @@ from typing import Any
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware, Origin
 from flopwise.plan.efficiency import GEMM_FRACTION_WITHOUT_MAMF, MEMORY_BW_FRACTION
-from flopwise.plan.gemm import stand_in_fraction
+from flopwise.plan.gemm import ceiling_tflops, measured_mamf, stand_in_fraction
 
 
 def _entry(value: Any, source: str) -> dict[str, Any]:
@@ -24,26 +24,20 @@ def hardware_fallbacks(hw: Hardware, dtype: str) -> dict[str, dict[str, Any]]:
     """The GEMM ceiling and HBM bandwidth when assumed from peaks, and the node type when it
     was picked for the user."""
     out: dict[str, dict[str, Any]] = {}
-    mamf = hw.matmul_tflops.get(dtype)
-    if mamf is None and dtype == "fp16":
-        mamf = hw.matmul_tflops.get("bf16")
-    if mamf is None and dtype in hw.peak_tflops:
+    if measured_mamf(hw, dtype) is None and dtype in hw.peak_tflops:
         sibling = stand_in_fraction(hw, dtype)
-        if sibling is not None:
-            other, frac = sibling
-            out[f"matmul_tflops:{dtype}"] = _entry(
-                hw.peak(dtype) * frac,
-                f"no MAMF measured or published for {hw.id} {dtype}: {dtype} peak x {frac:.2f}, "
-                f"the fraction of peak its {other} MAMF reaches (plan/gemm.py MAMF_STAND_INS); "
-                "measure it with flopwise bench matmul",
-            )
-        else:
-            out[f"matmul_tflops:{dtype}"] = _entry(
-                hw.peak(dtype) * GEMM_FRACTION_WITHOUT_MAMF,
-                f"no MAMF measured or published for {hw.id} {dtype}: peak x "
-                f"{GEMM_FRACTION_WITHOUT_MAMF} (plan/efficiency.py GEMM_FRACTION_WITHOUT_MAMF); "
-                "measure it with flopwise bench matmul",
-            )
+        how = (
+            f"{dtype} peak x {sibling[1]:.2f}, the fraction of peak its {sibling[0]} MAMF reaches "
+            "(plan/gemm.py MAMF_STAND_INS)"
+            if sibling is not None
+            else f"peak x {GEMM_FRACTION_WITHOUT_MAMF} (plan/efficiency.py "
+            "GEMM_FRACTION_WITHOUT_MAMF)"
+        )
+        out[f"matmul_tflops:{dtype}"] = _entry(
+            ceiling_tflops(hw, dtype),
+            f"no MAMF measured or published for {hw.id} {dtype}: {how}; measure it with "
+            "flopwise bench matmul",
+        )
     if not hw.achievable_bw_gbps and hw.memory_bw_gbps:
         out["achievable_bw_gbps"] = _entry(
             hw.memory_bw_gbps * MEMORY_BW_FRACTION,

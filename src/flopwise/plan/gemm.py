@@ -100,8 +100,16 @@ class GemmEstimate:
 #: published the fp8 fraction is 0.87-1.03x the bf16 one (H100 0.71 vs 0.80, H200 0.73 vs
 #: GH200 0.84, B200 0.76 vs 0.78, Gaudi 3 0.70 vs 0.68: ml-engineering MAMF table,
 #: published/matmul_runs.csv), much closer than a generic fraction of peak: MI300X's measured
-#: bf16 MAMF is 0.51 of its peak, not 0.80.
-MAMF_STAND_INS: dict[str, tuple[str, ...]] = {"fp8": ("bf16",), "fp16": ("bf16",)}
+#: bf16 MAMF is 0.51 of its peak, not 0.80. (fp16 takes bf16's MAMF as it is: measured_mamf.)
+MAMF_STAND_INS: dict[str, tuple[str, ...]] = {"fp8": ("bf16",)}
+
+
+def measured_mamf(hw: Hardware, dtype: str) -> float | None:
+    """The measured or published MAMF of `dtype` (fp16 runs on bf16's tensor cores), or None."""
+    mamf = hw.matmul_tflops.get(dtype)
+    if mamf is None and dtype == "fp16":
+        mamf = hw.matmul_tflops.get("bf16")
+    return mamf
 
 
 def stand_in_fraction(hw: Hardware, dtype: str) -> tuple[str, float] | None:
@@ -118,9 +126,7 @@ def ceiling_tflops(hw: Hardware, dtype: str) -> float:
     """Large-GEMM ceiling: measured or published MAMF; else the same fraction of this dtype's
     peak that a measured sibling dtype reaches on this device (bf16 for fp8); else peak x
     GEMM_FRACTION_WITHOUT_MAMF."""
-    mamf = hw.matmul_tflops.get(dtype)
-    if mamf is None and dtype == "fp16":
-        mamf = hw.matmul_tflops.get("bf16")
+    mamf = measured_mamf(hw, dtype)
     if mamf is not None:
         return mamf
     sibling = stand_in_fraction(hw, dtype)

@@ -82,6 +82,13 @@ def parse_positive_int(text: str | int, what: str) -> int:
     return int(value)
 
 
+def check_fraction(value: float, what: str) -> float:
+    """`value` when it is a fraction in (0, 1], else a one-line error naming `what`."""
+    if not 0.0 < value <= 1.0:
+        raise FlopwiseError(f"{what} must be a fraction in (0, 1], got {value!r}")
+    return value
+
+
 def gib(n_bytes: float) -> float:
     return n_bytes / GIB
 

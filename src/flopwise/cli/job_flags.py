@@ -65,13 +65,6 @@ def _acceptance(text: str) -> float:
     return value
 
 
-def _memory_fraction(text: str) -> float:
-    value = non_negative_float(text)
-    if not 0 < value <= 1:
-        raise FlopwiseError(f"--memory-fraction {text!r} must be a fraction in (0, 1], e.g. 0.95")
-    return value
-
-
 def _positive_float(text: str) -> float:
     value = non_negative_float(text)
     if value <= 0:
@@ -528,7 +521,7 @@ JOB_FLAGS: list[JobFlag] = [
         "left after weights and activations), vLLM gpu_memory_utilization, SGLang "
         "mem_fraction_static (of device memory); default: the engine's own (0.90, 0.90, 0.88)",
         kinds=_I,
-        parse=_memory_fraction,
+        parse=fraction,
         metavar="F",
     ),
     JobFlag(

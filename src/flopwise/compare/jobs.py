@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from flopwise.errors import FlopwiseError
+from flopwise.units import check_fraction
 
 #: Global batch when none is given: 4Mi tokens, as `flopwise plan train` (Llama 2's 4M batch).
 DEFAULT_BATCH_TOKENS = 4 * 2**20
@@ -147,8 +148,8 @@ class CompareInferJob:
             raise FlopwiseError(f"--tp must be at least 1, got {self.tp}")
         if self.num_requests is not None and self.num_requests < 1:
             raise FlopwiseError(f"--num-requests must be at least 1, got {self.num_requests}")
-        if self.memory_fraction is not None and not 0 < self.memory_fraction <= 1:
-            raise FlopwiseError(f"--memory-fraction must be in (0, 1], got {self.memory_fraction}")
+        if self.memory_fraction is not None:
+            check_fraction(self.memory_fraction, "--memory-fraction")
         for name in ("target_tpot_ms", "target_ttft_ms"):
             value = getattr(self, name)
             if value is not None and not value > 0:

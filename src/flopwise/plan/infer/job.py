@@ -14,6 +14,7 @@ from typing import Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
+from flopwise.units import check_fraction
 from flopwise.workload.memory_bytes import normalize_dtype
 from flopwise.workload.spec import ModelSpec
 
@@ -78,8 +79,8 @@ class InferJob:
             raise FlopwiseError(
                 f"num_requests must be a positive integer, got {self.num_requests!r}"
             )
-        if self.memory_fraction is not None and not 0.0 < self.memory_fraction <= 1.0:
-            raise FlopwiseError(f"memory fraction must be in (0, 1], got {self.memory_fraction!r}")
+        if self.memory_fraction is not None:
+            check_fraction(self.memory_fraction, "memory fraction")
         if self.tp % self.ep:
             raise FlopwiseError(
                 f"--ep {self.ep} must divide --tp {self.tp} (experts are split over ep groups "

@@ -142,3 +142,56 @@ def test_real_cpu_bench_feeds_plan_infer_per_shape(tmp_path: Path) -> None:
     prefill = got["shapes"]["ttft_ms"] / got["one"]["ttft_ms"]
     assert decode != pytest.approx(1.0, rel=1e-3)
     assert decode != pytest.approx(prefill, rel=1e-3)
+
+
+def _run(store: ResultStore, dtype: str, best: float, search: str, shapes: list) -> int:  # type: ignore[type-arg]
+    return store.add(
+        "matmul",
+        {"dtype": dtype, "best_tflops": best, "search": search},
+        {"results": shapes},
+        accelerator="h100-sxm",
+    )
+
+
+def test_each_dtype_keeps_its_own_measurements(tmp_path: Path) -> None:
+    """bf16 then fp8 (as `bench matmul --dtype bf16` then `--dtype fp8`): both MAMFs and both
+    shape tables reach the plan, not only the newest run's (seen on an H100, 2026-11-23)."""
+    db = str(tmp_path / "r.sqlite")
+    store = ResultStore(db)
+    _run(store, "bf16", 849.0, "auto", [_shape(8192, 8192, 8192, 849.0)])
+    _run(store, "fp8", 1523.0, "auto", [_shape(8192, 8192, 8192, 1523.0)])
+    hw = hardware_for("h100-sxm", measured="latest", db=db)
+    assert hw.matmul_tflops["bf16"] == 849.0 and hw.matmul_tflops["fp8"] == 1523.0
+    assert {row[0] for row in hw.matmul_shape_tflops} == {"bf16", "fp8"}
+    assert hw.origins["matmul_tflops:bf16"].kind == "measured"
+
+
+def test_grid_runs_add_shapes_without_lowering_the_mamf(tmp_path: Path) -> None:
+    """A grid at a job's decode shapes after a directed search: its shapes join the table,
+    and the MAMF stays the search's (the grid's best, 400, is not the device's maximum)."""
+    db = str(tmp_path / "r.sqlite")
+    store = ResultStore(db)
+    _run(store, "bf16", 700.0, "auto", [_shape(8192, 8192, 8192, 700.0)])  # older search
+    _run(store, "bf16", 849.0, "auto", [_shape(4096, 4096, 4096, 849.0)])
+    _run(store, "bf16", 400.0, "grid", [_shape(64, 4096, 4096, 100.0), _shape(1, 4096, 4096, 2.0)])
+    newest = _run(store, "bf16", 390.0, "grid", [_shape(64, 4096, 4096, 110.0)])
+    hw = hardware_for("h100-sxm", measured="latest", db=db)
+    assert hw.matmul_tflops["bf16"] == 849.0
+    table = {(m, n, k): t for _, m, n, k, t in hw.matmul_shape_tflops}
+    # the older search (8192^3) is outside the window; the newer grid wins at 64x4096x4096
+    assert table == {(4096, 4096, 4096): 849.0, (64, 4096, 4096): 110.0, (1, 4096, 4096): 2.0}
+    assert str(newest) in hw.origins["matmul_shape_tflops:bf16"].detail
+    # a grid that beats the search raises the MAMF: the maximum is at least what it measured
+    _run(store, "bf16", 900.0, "grid", [_shape(2048, 8192, 8192, 900.0)])
+    assert hardware_for("h100-sxm", measured="latest", db=db).matmul_tflops["bf16"] == 900.0
+
+
+def test_a_pinned_matmul_run_ignores_newer_runs_of_its_dtype(tmp_path: Path) -> None:
+    db = str(tmp_path / "r.sqlite")
+    store = ResultStore(db)
+    pinned = _run(store, "bf16", 800.0, "auto", [_shape(8192, 8192, 8192, 800.0)])
+    _run(store, "bf16", 500.0, "auto", [_shape(8192, 8192, 8192, 500.0)])
+    _run(store, "fp8", 1500.0, "auto", [_shape(8192, 8192, 8192, 1500.0)])
+    hw = hardware_for("h100-sxm", measured=str(pinned), db=db)
+    assert hw.matmul_tflops["bf16"] == 800.0
+    assert hw.matmul_tflops["fp8"] == 1500.0  # other dtypes: their latest runs

@@ -1,8 +1,9 @@
 """Measured numbers into the hardware description: `--measured [ID|latest]`.
 
 Contract with the benchmarks (the `summary` each stores):
-- matmul: ``{"dtype": "bf16", "best_tflops": float, ...}``; the payload's per-shape
-  ``results`` become ``Hardware.matmul_shape_tflops`` (results/matmul_shapes.py)
+- matmul: ``{"dtype": "bf16", "search": "auto"|"grid", "best_tflops": float, ...}``, read
+  per dtype (matmul_by_dtype); the payloads' per-shape ``results`` become
+  ``Hardware.matmul_shape_tflops`` (results/matmul_shapes.py)
 - memory: ``{"triad_gbps": float, ...}`` (BabelStream triad is the bandwidth planners use)
 - comms:  ``{"op": "all_reduce", "busbw_gbps": float, "group": "intra"|"inter"|"all",
   "nodes": int, "tier": "intra"|"inter", "busbw_basis": "per_gpu"|"per_node",
@@ -25,6 +26,9 @@ from flopwise.hardware import hardware_for as hardware_for
 from flopwise.results.matmul_shapes import ShapeRow, shape_table
 from flopwise.results.store import ResultStore, StoredResult
 
+#: How many stored matmul runs of a device are read for --measured (newest first).
+MATMUL_SCAN_ROWS = 200
+
 
 def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = None) -> Hardware:
     """Return `hw` with measured matmul TFLOPS, memory bandwidth and busbw where stored.
@@ -34,23 +38,30 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
     """
     store = ResultStore(db)
     values: dict[str, tuple[float, str]] = {}
-    shapes: tuple[ShapeRow, ...] = ()
-    shapes_ref = ""
     found = False
     pinned = None if selector == "latest" else _select_any(store, hw.id, selector)
-    for kind in ("matmul", "memory"):
-        result = pinned if pinned is not None and pinned.kind == kind else store.latest(kind, hw.id)
-        if result is None:
-            continue
+    matmul = [
+        r for r in store.list("matmul", hw.id, limit=MATMUL_SCAN_ROWS) if r.status == "complete"
+    ]
+    if pinned is not None and pinned.kind == "matmul":
+        # the pinned run starts its dtype's window; that dtype's newer runs are not read
+        dtype = pinned.summary.get("dtype", "bf16")
+        matmul = [pinned] + [
+            r for r in matmul if r.id < pinned.id or r.summary.get("dtype", "bf16") != dtype
+        ]
+    for dtype, (rate, rate_ref, rows, rows_ref) in matmul_by_dtype(matmul).items():
         found = True
-        ref = f"result {result.id} ({result.created_at}, {result.host})"
-        s = result.summary
-        if kind == "matmul" and s.get("best_tflops"):
-            dtype = str(s.get("dtype", "bf16"))
-            values[f"matmul_tflops:{dtype}"] = (float(s["best_tflops"]), ref)
-            shapes, shapes_ref = shape_table(result.payload, dtype), ref
-        elif kind == "memory" and s.get("triad_gbps"):
-            values["achievable_bw_gbps"] = (float(s["triad_gbps"]), ref)
+        values[f"matmul_tflops:{dtype}"] = (rate, rate_ref)
+        if rows:
+            hw = hw.with_shape_table(rows, rows_ref)
+    result = (
+        pinned if pinned is not None and pinned.kind == "memory" else store.latest("memory", hw.id)
+    )
+    if result is not None:
+        found = True
+        if result.summary.get("triad_gbps"):
+            ref = f"result {result.id} ({result.created_at}, {result.host})"
+            values["achievable_bw_gbps"] = (float(result.summary["triad_gbps"]), ref)
     # Comms: per tier and collective, the newest complete run that measured it, per GPU.
     comms = [pinned] if pinned is not None and pinned.kind == "comms" else []
     comms += [r for r in store.list("comms", hw.id, limit=200) if r.status == "complete"]
@@ -82,8 +93,53 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
             f"no stored measurements for {hw.id}; run `flopwise bench matmul` and "
             "`flopwise bench memory` on that machine first"
         )
-    hw = hw.with_measurements(**values)
-    return hw.with_shape_table(shapes, shapes_ref) if shapes else hw
+    return hw.with_measurements(**values)
+
+
+def matmul_by_dtype(
+    runs: list[StoredResult],
+) -> dict[str, tuple[float, str, tuple[ShapeRow, ...], str]]:
+    """Per dtype: (MAMF, its source, measured shapes, their sources) from complete matmul runs,
+    newest first (a pinned run first of all).
+
+    Each dtype is read from its own runs, so a bf16 search followed by an fp8 one keeps both.
+    The dtype's newest run starts its window: a directed search (``search`` auto) closes it,
+    and grid runs newer than that search join it (``bench matmul --search grid --m ...`` at the
+    shapes a job runs). The MAMF is the best rate in the window, since a grid over a few
+    serving shapes measures those shapes, not the device's maximum, and cannot lower it; the
+    shape table is every shape measured in the window, the newest value of a shape winning."""
+    windows: dict[str, list[StoredResult]] = {}
+    closed: set[str] = set()
+    for run in runs:
+        s = run.summary
+        if not isinstance(s.get("best_tflops"), (int, float)) or s["best_tflops"] <= 0:
+            continue
+        dtype = str(s.get("dtype", "bf16"))
+        if dtype in closed:
+            continue
+        windows.setdefault(dtype, []).append(run)
+        if s.get("search", "auto") != "grid":
+            closed.add(dtype)
+    out: dict[str, tuple[float, str, tuple[ShapeRow, ...], str]] = {}
+    for dtype, window in windows.items():
+        best = max(window, key=lambda r: float(r.summary["best_tflops"]))
+        shapes: dict[tuple[int, int, int], float] = {}
+        used: list[str] = []
+        for run in reversed(window):  # oldest first: a newer value of a shape overwrites
+            rows = shape_table(run.payload, dtype)
+            if rows:
+                used.append(str(run.id))
+            for _, m, n, k, rate in rows:
+                shapes[(m, n, k)] = rate
+        rows_out = tuple((dtype, m, n, k, t) for (m, n, k), t in sorted(shapes.items()))
+        ids = ", ".join(reversed(used))
+        out[dtype] = (
+            float(best.summary["best_tflops"]),
+            f"result {best.id} ({best.created_at}, {best.host})",
+            rows_out,
+            f"result{'s' if len(used) > 1 else ''} {ids}",
+        )
+    return out
 
 
 def comms_values(summary: dict[str, Any]) -> list[tuple[str, float, bool]]:

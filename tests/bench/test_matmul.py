@@ -145,3 +145,15 @@ def test_per_device_worker_measures_and_stores_one_device(tmp_path: Any) -> None
     report = MultiDeviceRun((doc, fast), "complete").to_dict()
     assert report["slowest"]["device"] == "cpu" and report["fastest"]["device"] == "cuda:1"
     assert report["spread"] == pytest.approx(0.5)
+
+
+def test_cache_flush_reads_and_leaves_the_buffer_clean() -> None:
+    """The flush between timed runs reads its buffer: a write (mamf-finder's zero_) leaves a
+    cache full of dirty lines whose write-back the next, timed GEMM pays."""
+    torch = pytest.importorskip("torch")
+    kernel = MatmulKernel(torch, resolve_device("cpu"), parse_dtype("fp32"))
+    buf = kernel.flush_buffer()
+    assert buf.numel() * buf.element_size() >= resolve_device("cpu").flush_bytes
+    buf.fill_(7)
+    kernel.flush()
+    assert int(buf.min()) == 7 and int(buf.max()) == 7

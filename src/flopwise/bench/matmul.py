@@ -168,7 +168,9 @@ class MatmulKernel:
         if self.dtype.name == "fp8":
             a = torch.randn(m, k, device=self.device, dtype=torch.bfloat16).to(dt)
             b = torch.randn(n, k, device=self.device, dtype=torch.bfloat16).to(dt).t()
-            return a, b, None
+            # the per-tensor scale is made here: made inside the timed call, its fill kernel
+            # would be timed with every product
+            return a, b, torch.ones((), device=self.device, dtype=torch.float32)
         a = torch.randn(m, k, device=self.device, dtype=dt)
         b = torch.randn(n, k, device=self.device, dtype=dt).t()
         c = torch.empty(m, n, device=self.device, dtype=dt)
@@ -176,16 +178,25 @@ class MatmulKernel:
 
     def run_once(self, a: Any, b: Any, c: Any) -> Any:
         torch = self.torch
-        if c is None:  # fp8
-            one = torch.ones((), device=self.device, dtype=torch.float32)
-            return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        if self.dtype.name == "fp8":  # c is the scale
+            return torch._scaled_mm(a, b, scale_a=c, scale_b=c, out_dtype=torch.bfloat16)
         return torch.mm(a, b, out=c)
 
     def flush_buffer(self) -> Any:
         if self._flush is None:
             n = self.info.flush_bytes // 4
-            self._flush = self.torch.empty(n, dtype=self.torch.int32, device=self.device)
+            self._flush = self.torch.zeros(n, dtype=self.torch.int32, device=self.device)
         return self._flush
+
+    def flush(self) -> None:
+        """Evict A and B from the last-level cache by reading a buffer larger than it.
+
+        A read, not mamf-finder's write (`zero_()`): a write leaves the cache full of dirty
+        lines, and the next kernel pays their write-back (a 50 MB L2 at 3 TB/s is ~17 us),
+        which doubled the time of microsecond decode-shape GEMMs on an H100 (2026-11-23,
+        docs/bench.md); a read leaves clean lines that are evicted for free. Large shapes
+        (milliseconds) are unaffected either way."""
+        self.flush_buffer().sum()
 
     def fits(self, m: int, n: int, k: int) -> bool:
         mem = self.info.memory_bytes
@@ -203,11 +214,10 @@ class MatmulKernel:
         try:
             tensors = self.prepare(m, n, k)
             a, b, c = tensors
-            flush = self.flush_buffer()
 
             def before_each() -> None:
-                flush.zero_()
-                if c is not None:
+                self.flush()
+                if self.dtype.name != "fp8":
                     c.uniform_()  # re-randomise the output so no result is reused
 
             def run() -> None:

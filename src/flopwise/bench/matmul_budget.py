@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from flopwise.bench.matmul import MatmulKernel, ShapeResult, matmul_flops
 from flopwise.units import TERA
@@ -72,10 +71,10 @@ def calibrate(
     a, b, c = kernel.prepare(m, n, k)
     kernel.timer.sync()
     estimator.alloc_s_per_element = (time.perf_counter() - start) / (m * k + k * n + m * n)
-    flush: Any = kernel.flush_buffer()
+    kernel.flush_buffer()
     kernel.timer.sync()
     start = time.perf_counter()
-    flush.zero_()
+    kernel.flush()
     kernel.timer.sync()
     estimator.flush_s = time.perf_counter() - start
     calls = 0

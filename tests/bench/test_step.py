@@ -58,6 +58,8 @@ def test_cli_step_without_measurements_times_and_says_why_no_prediction(
     doc = json.loads(r.stdout)  # exactly one document
     assert doc["layers"] == 2 and doc["layers_full"] == 4 and "2 of 4 layers" in doc["reduced"]
     assert doc["dtype"] == "fp32" and doc["tokens_per_s"] > 0 and doc["step_time_s"] > 0
+    # the fused AdamW frameworks run (torch >= 2.4 has it on the CPU too), named in the result
+    assert doc["optimizer"] == "AdamW (fused)"
     assert doc["tokens_per_s"] == pytest.approx(16 / doc["step_time_s"])
     assert doc["predicted"]["tokens_per_s"] is None
     assert "bench matmul" in doc["predicted"]["note"] and doc["calibration"] is None

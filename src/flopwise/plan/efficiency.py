@@ -60,6 +60,39 @@ ATTENTION_BWD_FLOP_FACTOR = 2.5
 FA2_ON_HOPPER_FWD_FRACTION = 0.35
 FA2_ON_HOPPER_BWD_FRACTION = 0.30
 
+#: Fused causal attention on the GH100 die (H100, H200, H800, GH200), MEASURED per kernel: the
+#: achieved fraction of the dense bf16 peak is E_inf x s / (s + s_half) for sequence length s.
+#: Each query block pays a fixed O(s_block x d) cost (loading Q, the final rescale and O store;
+#: in the backward also the dO.O row sums and the dQ accumulation) against O(s x d) of work, so
+#: short sequences run below the long-sequence rate; the backward's fixed cost is larger.
+#: Fit data: benchmarks/device/results/h100-2026-11-23 (attention.csv; torch 2.11.0+cu130,
+#: cuDNN 9.19, H100 80GB HBM3 SXM at 700 W; causal, head_dim 128, 32 heads, 32768 tokens per
+#: call, s = 1k..32k, benchmarks/device/attention_sdpa.py): mean |log error| of the fit 3.3%
+#: (cudnn fwd), 1.4% (cudnn bwd), 2.0% (flash fwd), 0.9% (flash bwd). Out of sample, on the
+#: same script's run on another H100 of an earlier lease (attention_round1.csv): 2.1%, 1.3%,
+#: 3.1%, 1.8% (docs/measured-h100.md). "flash" is the best fused kernel of the device (cuDNN's sm90 fused
+#: attention, FlashAttention-3's class: Transformer Engine, PyTorch >= 2.11 SDPA); "flash2" is
+#: FlashAttention-2 (PyTorch 2.2-2.10 SDPA's flash backend, flash-attn 2.x). FLOPs are counted
+#: causal (half the square) and the backward as 2.5x the forward, as the planner counts them.
+#: Like every kernel rate, the step multiplies it by the die's sustained compute fraction.
+GH100_ATTENTION: dict[tuple[str, str], tuple[float, float]] = {
+    # (kernel, direction): (E_inf, s_half tokens)
+    ("flash", "fwd"): (0.627, 350.0),
+    ("flash", "bwd"): (0.560, 1525.0),
+    ("flash2", "fwd"): (0.338, 300.0),
+    ("flash2", "bwd"): (0.333, 1275.0),
+}
+
+#: Accelerator id prefixes of the GH100 die, where GH100_ATTENTION was measured.
+GH100_PREFIXES: tuple[str, ...] = ("h100", "h200", "h800", "gh200")
+
+
+def gh100_attention_fraction(kernel: str, direction: str, seq_len: float) -> float:
+    """Measured fraction of dense bf16 peak of a fused causal attention kernel on GH100."""
+    e_inf, s_half = GH100_ATTENTION[(kernel, direction)]
+    return e_inf * seq_len / (seq_len + s_half)
+
+
 #: Accelerator id prefixes of Hopper-and-newer NVIDIA GPUs, where FA2 kernels fall short.
 HOPPER_OR_NEWER_PREFIXES: tuple[str, ...] = (
     "h100",

@@ -21,7 +21,9 @@ from flopwise.plan.efficiency import (
     ATTENTION_FWD_FRACTION,
     FA2_ON_HOPPER_BWD_FRACTION,
     FA2_ON_HOPPER_FWD_FRACTION,
+    GH100_PREFIXES,
     HOPPER_OR_NEWER_PREFIXES,
+    gh100_attention_fraction,
 )
 from flopwise.plan.roofline import collective_time_s, gemm_time_s
 from flopwise.workload.remat import POLICIES
@@ -218,7 +220,12 @@ def _attention_core(ctx: ModelContext, t: float, tp: int, mb: int, cp: int) -> t
         flops = ctx.attn_fwd_flops_per_token_layer * t / tp  # causal: masked blocks skipped
         rate = ctx.peak16_flops * ctx.compute_fraction
         f_fwd, f_bwd = ATTENTION_FWD_FRACTION, ATTENTION_BWD_FRACTION
-        if kernel == "flash2" and ctx.hw.id.startswith(HOPPER_OR_NEWER_PREFIXES):
+        if ctx.hw.id.startswith(GH100_PREFIXES):
+            # measured on the die, by sequence length (per context-parallel chunk)
+            s = ctx.job.seq_len / cp
+            f_fwd = gh100_attention_fraction(kernel, "fwd", s)
+            f_bwd = gh100_attention_fraction(kernel, "bwd", s)
+        elif kernel == "flash2" and ctx.hw.id.startswith(HOPPER_OR_NEWER_PREFIXES):
             f_fwd, f_bwd = FA2_ON_HOPPER_FWD_FRACTION, FA2_ON_HOPPER_BWD_FRACTION
         fwd = flops / (rate * f_fwd)
         bwd = ATTENTION_BWD_FLOP_FACTOR * flops / (rate * f_bwd)

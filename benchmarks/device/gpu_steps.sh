@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The measurements of measure_gpu.sh (run through it: it sets OUT, FLOPWISE_HOME and PY).
+set -u
+log() { echo "=== $* ($(date -u +%T))"; }
+log env
+nvidia-smi --query-gpu=name,memory.total,driver_version,power.limit,clocks.max.sm,clocks.max.mem --format=csv
+$PY -c "import torch;print('torch',torch.__version__,'cuda',torch.version.cuda,'cudnn',torch.backends.cudnn.version(),torch.cuda.get_device_properties(0))"
+log bench matmul bf16
+$PY -m flopwise bench matmul --dtype bf16 --budget-s 50 --out "$OUT/r/mamf_bf16.json"
+log bench matmul fp8
+$PY -m flopwise bench matmul --dtype fp8 --budget-s 50 --out "$OUT/r/mamf_fp8.json"
+# (N, K) of Llama 3.1 8B (TP1) and 70B (TP8) projections: qkv, o, gate+up, down
+for dt in bf16 fp8; do
+  for nk in "6144 4096" "4096 4096" "28672 4096" "4096 14336" "1280 8192" "8192 1024" "7168 8192" "8192 3584"; do
+    set -- $nk
+    log shapes $dt N=$1 K=$2
+    $PY -m flopwise bench matmul --dtype $dt --search grid --m 1 8 32 64 128 256 512 1024 2048 4096 8192 16384 \
+      --n $1 --k $2 --iterations 30 --warmup 5 --out "$OUT/r/grid_${dt}_$1_$2.json" >/dev/null || echo "grid $dt $nk failed"
+  done
+done
+log flush effect
+$PY benchmarks/device/flush_effect.py | tee "$OUT/r/flush_effect.csv"
+log bench memory
+$PY -m flopwise bench memory --out "$OUT/r/memory.json"
+log attention
+$PY benchmarks/device/attention_sdpa.py "$OUT/r/attention.csv"
+log bench step
+$PY -m flopwise bench step llama-3.1-8b --device cuda --out "$OUT/r/step_8b_4k.json"
+$PY -m flopwise bench step llama-3.1-8b --device cuda --seq-len 8192 --out "$OUT/r/step_8b_8k.json"
+$PY -m flopwise bench step llama-3.1-8b --device cuda --seq-len 2048 --microbatch 2 --out "$OUT/r/step_8b_2kx2.json"
+$PY -m flopwise bench step llama-3.1-70b --device cuda --layers 1 --out "$OUT/r/step_70b_1l_4k.json"
+log done

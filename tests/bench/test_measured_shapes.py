@@ -195,3 +195,14 @@ def test_a_pinned_matmul_run_ignores_newer_runs_of_its_dtype(tmp_path: Path) -> 
     hw = hardware_for("h100-sxm", measured=str(pinned), db=db)
     assert hw.matmul_tflops["bf16"] == 800.0
     assert hw.matmul_tflops["fp8"] == 1500.0  # other dtypes: their latest runs
+
+
+def test_measured_bf16_prices_fp16_when_fp16_was_not_measured(tmp_path: Path) -> None:
+    db = str(tmp_path / "r.sqlite")
+    store = ResultStore(db)
+    _run(store, "bf16", 849.0, "auto", [_shape(8192, 8192, 8192, 849.0)])
+    hw = hardware_for("h100-sxm", measured="latest", db=db)
+    assert hw.matmul_tflops["fp16"] == 849.0  # not the catalog's 794.5
+    assert "bf16" in hw.origins["matmul_tflops:fp16"].detail
+    _run(store, "fp16", 800.0, "auto", [_shape(8192, 8192, 8192, 800.0)])
+    assert hardware_for("h100-sxm", measured="latest", db=db).matmul_tflops["fp16"] == 800.0

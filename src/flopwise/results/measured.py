@@ -49,11 +49,17 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
         matmul = [pinned] + [
             r for r in matmul if r.id < pinned.id or r.summary.get("dtype", "bf16") != dtype
         ]
-    for dtype, (rate, rate_ref, rows, rows_ref) in matmul_by_dtype(matmul).items():
+    by_dtype = matmul_by_dtype(matmul)
+    for dtype, (rate, rate_ref, rows, rows_ref) in by_dtype.items():
         found = True
         values[f"matmul_tflops:{dtype}"] = (rate, rate_ref)
         if rows:
             hw = hw.with_shape_table(rows, rows_ref)
+    if "bf16" in by_dtype and "fp16" not in by_dtype:
+        # fp16 runs on bf16's tensor cores at the same rate: a catalog fp16 MAMF beside a
+        # measured bf16 one would price the same device two ways
+        rate, rate_ref = values["matmul_tflops:bf16"]
+        values["matmul_tflops:fp16"] = (rate, f"{rate_ref}, measured as bf16 (same tensor cores)")
     result = (
         pinned if pinned is not None and pinned.kind == "memory" else store.latest("memory", hw.id)
     )

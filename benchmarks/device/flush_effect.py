@@ -10,9 +10,8 @@ Usage (on a GPU machine): python benchmarks/device/flush_effect.py
 
 from __future__ import annotations
 
-import statistics
-
 import torch
+from gemm_stream import events_median_s  # beside this script
 
 N = K = 4096
 RUNS = 50
@@ -23,16 +22,7 @@ def _median_us(fn, before) -> float:  # type: ignore[no-untyped-def]
     for _ in range(5):
         before()
         fn()
-    pairs = []
-    for _ in range(RUNS):
-        before()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        pairs.append((s, e))
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in pairs) * 1e3
+    return events_median_s(fn, RUNS, before) * 1e6
 
 
 def main() -> None:

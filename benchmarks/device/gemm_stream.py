@@ -24,7 +24,8 @@ MIN_STREAM_BYTES = 4 * 50 * 2**20
 REPLAYS = 20
 
 
-def _events_median_s(fn, runs: int, before=None) -> float:  # type: ignore[no-untyped-def]
+def events_median_s(fn, runs: int, before=None) -> float:  # type: ignore[no-untyped-def]
+    """Median seconds of `runs` event-timed calls of fn, each after `before` (untimed)."""
     pairs = []
     for _ in range(runs):
         if before is not None:
@@ -42,7 +43,7 @@ def main() -> None:
     dev = torch.device("cuda")
     flush = torch.zeros(64 * 2**20, dtype=torch.int32, device=dev)
     one = torch.ones((), device=dev, dtype=torch.float32)
-    empty = _events_median_s(lambda: None, 50, before=lambda: flush.sum())
+    empty = events_median_s(lambda: None, 50, before=lambda: flush.sum())
     print(f"# empty event pair after a flush: {empty * 1e6:.2f} us")
     print("dtype,m,n,k,weights,graph_us_per_gemm,eager_us_per_gemm,alone_us,weight_mb")
     for dtype in ("bf16", "fp8"):
@@ -76,7 +77,7 @@ def main() -> None:
                 for _ in range(3):
                     stream()
                 torch.cuda.synchronize()
-                eager = _events_median_s(stream, 10) / layers
+                eager = events_median_s(stream, 10) / layers
                 s = torch.cuda.Stream()
                 s.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(s):
@@ -86,7 +87,7 @@ def main() -> None:
                 with torch.cuda.graph(g):
                     stream()
                 g.replay()
-                graph = _events_median_s(g.replay, REPLAYS) / layers
+                graph = events_median_s(g.replay, REPLAYS) / layers
                 if dtype == "bf16":
 
                     def one_gemm(x=x, w=ws[0], o=outs[0]) -> None:  # type: ignore[no-untyped-def]
@@ -98,7 +99,7 @@ def main() -> None:
                             x, w.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16
                         )
 
-                alone = _events_median_s(one_gemm, 30, lambda: flush.sum())
+                alone = events_median_s(one_gemm, 30, lambda: flush.sum())
                 print(
                     f"{dtype},{m},{n},{k},{layers},{graph * 1e6:.2f},{eager * 1e6:.2f},"
                     f"{alone * 1e6:.2f},{wbytes / 1e6:.1f}",

@@ -237,7 +237,8 @@ def test_measured_flag_uses_stored_runs_only_where_they_exist(tmp_path: Any) -> 
     measured = {
         r["accelerator"]: r for r in json.loads(run_cli(*args, "--measured").stdout)["rows"]
     }
-    assert measured["h100-sxm"]["measured"] == ["matmul_tflops:bf16"]
+    # the bf16 run also prices fp16 (same tensor cores), and both are listed as measured
+    assert measured["h100-sxm"]["measured"] == ["matmul_tflops:bf16", "matmul_tflops:fp16"]
     assert measured["b200"]["measured"] == [] and plain["h100-sxm"]["measured"] == []
     assert measured["b200"]["train_days"] == plain["b200"]["train_days"]
     # 500 measured TFLOPS is below H100's published MAMF: the plan gets slower

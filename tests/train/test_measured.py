@@ -62,7 +62,10 @@ def test_measured_latest_changes_the_plan_and_says_where_numbers_came_from(
     assert base["measured"] == {}
     src = measured["measured"]
     assert isinstance(src, dict)
-    assert set(src) == {"matmul_tflops:bf16", "achievable_bw_gbps"}
+    # fp16 runs on bf16's tensor cores: the measured bf16 rate prices it too, and says so
+    assert set(src) == {"matmul_tflops:bf16", "matmul_tflops:fp16", "achievable_bw_gbps"}
+    assert src["matmul_tflops:fp16"]["value"] == 600.0
+    assert "measured as bf16" in src["matmul_tflops:fp16"]["source"]
     assert src["matmul_tflops:bf16"]["value"] == 600.0
     assert f"result {mm}" in src["matmul_tflops:bf16"]["source"]
     assert src["achievable_bw_gbps"]["value"] == 2600.0

@@ -1,0 +1,85 @@
+"""Do attention and GEMM rates hold under sustained load? (power cap, clocks, heat)
+
+Runs each workload back to back for SECONDS and reports its rate per window, with the SM clock
+and board power read from nvidia-smi at the end of each window: a large bf16 GEMM
+(8192 x 8192 x 8192), cuDNN fused causal attention forward+backward and FlashAttention-2
+forward+backward at 32K tokens (head_dim 128, 32 heads). A training step runs for hours at its
+power cap; a short benchmark may not reach it.
+
+Usage (on a GPU machine): python benchmarks/device/sustained.py [SECONDS]
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+WINDOW_S = 2.0
+PEAK_BF16 = 989.4e12
+
+
+def smi() -> str:
+    out = subprocess.run(
+        ["nvidia-smi", "--query-gpu=clocks.sm,power.draw,temperature.gpu", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return out.stdout.strip()
+
+
+def run(name: str, fn, flops: float, seconds: float) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end:
+        n, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < WINDOW_S:
+            fn()
+            n += 1
+            if n % 4 == 0:
+                torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        dt = time.perf_counter() - t0
+        rate = n * flops / dt
+        print(
+            f"{name:10s} t={seconds - (t_end - time.perf_counter()):5.1f}s "
+            f"{rate / 1e12:7.1f} TFLOPS ({rate / PEAK_BF16:.3f} of peak)  [{smi()}]",
+            flush=True,
+        )
+
+
+def main() -> None:
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 20.0
+    dev = torch.device("cuda")
+    a = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+    b = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+    c = torch.empty(8192, 8192, device=dev, dtype=torch.bfloat16)
+    run("gemm", lambda: torch.mm(a, b, out=c), 2.0 * 8192**3, seconds)
+    s, heads, d = 32768, 32, 128
+    q, k, v = (
+        torch.randn(1, heads, s, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        for _ in range(3)
+    )
+    g = torch.randn(1, heads, s, d, device=dev, dtype=torch.bfloat16)
+    fwd = 4.0 * heads * s * s * d / 2.0
+    for name, backend in (
+        ("cudnn", SDPBackend.CUDNN_ATTENTION),
+        ("fa2", SDPBackend.FLASH_ATTENTION),
+    ):
+
+        def step(backend=backend) -> None:  # type: ignore[no-untyped-def]
+            with sdpa_kernel(backend):
+                F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g)
+
+        run(name, step, 3.5 * fwd, seconds)
+
+
+if __name__ == "__main__":
+    main()

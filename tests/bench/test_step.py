@@ -150,3 +150,21 @@ def test_moe_models_are_refused_in_one_line() -> None:
     r = run_cli("bench", "step", "mixtral-8x7b", "--device", "cpu")
     assert r.returncode == 2
     assert "dense decoder models" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_adamw_falls_back_to_foreach_where_there_is_no_fused_kernel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    torch = pytest.importorskip("torch")
+    from flopwise.bench.step import make_adamw
+
+    real = torch.optim.AdamW
+
+    def no_fused(params: object, **kwargs: object) -> object:
+        if kwargs.get("fused"):
+            raise RuntimeError("`fused=True` requires all the params to be on a supported device")
+        return real(params, **kwargs)
+
+    monkeypatch.setattr(torch.optim, "AdamW", no_fused)
+    opt, name = make_adamw(torch, [torch.nn.Parameter(torch.zeros(2))])
+    assert name.startswith("AdamW (foreach") and isinstance(opt, real)

@@ -26,8 +26,9 @@ from flopwise.hardware import hardware_for as hardware_for
 from flopwise.results.matmul_shapes import ShapeRow, shape_table
 from flopwise.results.store import ResultStore, StoredResult
 
-#: How many stored matmul runs of a device are read for --measured (newest first).
-MATMUL_SCAN_ROWS = 200
+#: How many stored runs of one kind and device --measured reads (newest first): matmul runs
+#: per dtype window, comms runs per tier and collective.
+SCAN_ROWS = 200
 
 
 def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = None) -> Hardware:
@@ -40,9 +41,7 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
     values: dict[str, tuple[float, str]] = {}
     found = False
     pinned = None if selector == "latest" else _select_any(store, hw.id, selector)
-    matmul = [
-        r for r in store.list("matmul", hw.id, limit=MATMUL_SCAN_ROWS) if r.status == "complete"
-    ]
+    matmul = [r for r in store.list("matmul", hw.id, limit=SCAN_ROWS) if r.status == "complete"]
     if pinned is not None and pinned.kind == "matmul":
         # the pinned run starts its dtype's window; that dtype's newer runs are not read
         dtype = pinned.summary.get("dtype", "bf16")
@@ -70,7 +69,7 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
             values["achievable_bw_gbps"] = (float(result.summary["triad_gbps"]), ref)
     # Comms: per tier and collective, the newest complete run that measured it, per GPU.
     comms = [pinned] if pinned is not None and pinned.kind == "comms" else []
-    comms += [r for r in store.list("comms", hw.id, limit=200) if r.status == "complete"]
+    comms += [r for r in store.list("comms", hw.id, limit=SCAN_ROWS) if r.status == "complete"]
     for result in comms:
         ref = f"result {result.id} ({result.created_at}, {result.host})"
         for key, value, fallback in comms_values(result.summary):

@@ -525,6 +525,26 @@ JOB_FLAGS: list[JobFlag] = [
         metavar="F",
     ),
     JobFlag(
+        "engine-max-batch",
+        "the engine's build-time sequence slots (TensorRT-LLM max_batch_size, vLLM "
+        "--max-num-seqs); sizes its per-slot runtime/decoder buffers and caps the running "
+        "requests; default: the engine's, or as trtllm-bench build --dataset picks it",
+        kinds=_I,
+        doors=_PLAN,
+        parse=_positive_int,
+        metavar="N",
+    ),
+    JobFlag(
+        "engine-max-tokens",
+        "the engine's build-time tokens per forward pass (TensorRT-LLM max_num_tokens, vLLM "
+        "--max-num-batched-tokens); sizes its activation memory and the prompt tokens a pass "
+        "admits; default: as for --engine-max-batch",
+        kinds=_I,
+        doors=_PLAN,
+        parse=_positive_int,
+        metavar="N",
+    ),
+    JobFlag(
         "ep",
         "expert-parallel groups inside the tensor-parallel group (MoE; divides --tp)",
         kinds=_I,

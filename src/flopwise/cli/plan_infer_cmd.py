@@ -48,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
         attention_dp=args.attention_dp,
         num_requests=args.num_requests,
         memory_fraction=args.memory_fraction,
+        engine_max_batch=args.engine_max_batch,
+        engine_max_tokens=args.engine_max_tokens,
     )
     hw_doc = {
         "id": hw.id,

@@ -79,6 +79,8 @@ def _plan_row(
         engine=engine_name,
         num_requests=row.num_requests,
         memory_fraction=row.memory_fraction,
+        engine_max_batch=row.engine_max_batch,
+        engine_max_tokens=row.engine_max_tokens,
     )
     engine = replace(get_engine(engine_name), fp8_gemm_fraction=fraction)
     spec, hw = inputs(row)

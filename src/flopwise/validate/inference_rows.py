@@ -13,7 +13,9 @@ How each source is posed (see NOTES.md "Inference rows"):
   ISL/OSL queued at once, in-flight batching, output tokens/s under maximum load; the engine
   picks the running batch): ``--num-requests N`` with N the dataset size the row states (1,000 to
   30,000 requests), an offline batch run by in-flight batching at the largest concurrency that
-  fits (and that the engine profile allows), ramp-up and drain included.
+  fits (and that the engine profile allows), ramp-up and drain included. Its engines were built
+  with the sizes trtllm-bench's pre-defined table gave them (``trtllm_presets.py``):
+  ``--engine-max-batch B --engine-max-tokens T`` where that table is known.
 - ``trtllm015`` / ``trtllm017`` (perf-overview 0.15.0 / 0.17, same trtllm-bench methodology and dataset sizes as 0.14):
   posed the same way.
 - ``rocmvllm`` (AMD's vLLM docker throughput tables on MI300X, ``benchmark_throughput.py``:
@@ -34,6 +36,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from types import MappingProxyType
+
+from flopwise.validate.trtllm_presets import preset_sizes
 
 #: Accelerator names used by the published file -> catalog ids.
 ACCELERATORS: Mapping[str, str] = MappingProxyType(
@@ -118,6 +122,9 @@ class PosedRow:
     note: str = ""
     num_requests: int | None = None  # an offline batch of this many requests (--num-requests)
     memory_fraction: float | None = None  # the engine's memory knob as the source ran it
+    #: the engine's build sizes where the source's build tool fixed them (trtllm_presets.py)
+    engine_max_batch: int | None = None
+    engine_max_tokens: int | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -141,6 +148,10 @@ class PosedRow:
         parts += ["--engine", self.engine]
         if self.memory_fraction is not None:
             parts += ["--memory-fraction", f"{self.memory_fraction:g}"]
+        if self.engine_max_batch is not None:
+            parts += ["--engine-max-batch", str(self.engine_max_batch)]
+        if self.engine_max_tokens is not None:
+            parts += ["--engine-max-tokens", str(self.engine_max_tokens)]
         return " ".join(parts)
 
 
@@ -252,6 +263,7 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
         return Unposed(rid, fam, "not in the catalog: " + ", ".join(missing))
     tp = _int(r["tp"]) or 1
     gpus = _int(r["num_gpus"]) or tp
+    sizes = preset_sizes(fam, model, tp, isl + osl)
     measured = {metric: float(r[col]) for metric, col in METRIC_COLUMNS if r.get(col, "").strip()}
     return PosedRow(
         id=rid,
@@ -272,6 +284,8 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
         note=prec[2],
         num_requests=_num_requests(r.get("notes", "")) if continuous else None,
         memory_fraction=_memory_fraction(r.get("notes", "")),
+        engine_max_batch=None if sizes is None else sizes[0],
+        engine_max_tokens=None if sizes is None else sizes[1],
     )
 
 

@@ -47,6 +47,8 @@ def sized_context(ctx: Context) -> tuple[Context, EngineBuild | None]:
         ctx.hw.memory_bytes,
         job.input_len,
         job.output_len,
+        given_batch=job.engine_max_batch,
+        given_tokens=job.engine_max_tokens,
     )
     return (ctx if build is None else replace(ctx, engine=engine)), build
 
@@ -146,7 +148,7 @@ def plan_continuous(ctx: Context) -> InferPlan:
             f"({'whole request reserved' if ctx.engine.kv_reservation == 'full' else 'paged'}), "
             f"{per_step:,.0f} prompt tokens prefilled per step; "
             "TTFT excludes queueing",
-            *_build_note(build),
+            *build_note(build),
         ),
     )
     extras: dict[str, object] = {"prefill_tokens_per_step": per_step}
@@ -156,9 +158,15 @@ def plan_continuous(ctx: Context) -> InferPlan:
     return replace(plan, extras=extras)
 
 
-def _build_note(build: EngineBuild | None) -> tuple[str, ...]:
+def build_note(build: EngineBuild | None) -> tuple[str, ...]:
     if build is None:
         return ()
+    if build.kv_requests_estimate is None:
+        return (
+            f"engine built with max_batch_size {build.max_batch_size}, max_num_tokens "
+            f"{build.max_num_tokens} (given); its runtime and decoder buffers are sized by "
+            "the batch, its activations by the tokens",
+        )
     return (
         f"engine built as trtllm-bench build --dataset sizes it: max_batch_size "
         f"{build.max_batch_size}, max_num_tokens {build.max_num_tokens} (its estimate: "

@@ -181,10 +181,16 @@ TRTLLM_ALLREDUCE_ONESHOT_BELOW: tuple[tuple[int, float], ...] = (
 #: max_batch_size x vocab and allocated before the KV cache is sized. From the runtime's own
 #: start-up log in NVIDIA/TensorRT-LLM#1188 (2024-11-21, Qwen2.5-Coder-0.5B int8, default
 #: max_batch_size 2048, vocab 151,936): "Allocated 2.66 GB GPU memory for runtime buffers",
-#: "Allocated 5.76 GB GPU memory for decoder" -> (2.66 + 5.76) GB / (2048 x 151,936) = 27.1
-#: bytes. Assumes both scale with the vocabulary (logits, top-k/top-p workspaces); the part of
-#: the decoder that scales with max_seq_len (output ids) is inside this one measurement.
-TRTLLM_SLOT_BYTES_PER_VOCAB = (2.66e9 + 5.76e9) / (2048 * 151_936)
+#: "Allocated 5.76 GB GPU memory for decoder". Those "GB" are GiB: MemoryCounters::bytesToString
+#: divides by 1024 per unit and labels the third unit "GB" (cpp/tensorrt_llm/runtime/
+#: memoryCounters.cpp; its unit test expects 1 << 30 bytes -> "1.00 GB"), so
+#: (2.66 + 5.76) GiB / (2048 x 151,936) = 29.05 bytes. Assumes both scale with the vocabulary
+#: (logits, top-k/top-p workspaces); the part of the decoder that scales with max_seq_len
+#: (output ids) is inside this one measurement. An older runtime logged more: trtllm-bench's
+#: own 0.12 example (benchmarks/cpp README: Llama-2-7B, max_batch_size 4096, vocab 32,000)
+#: shows 1.14 + 4.35 GiB = 45 bytes per slot per vocab entry; the late-2024 log is the one
+#: nearest the 0.14-0.17 releases the published tables ran.
+TRTLLM_SLOT_BYTES_PER_VOCAB = (2.66 + 5.76) * GIB / (2048 * 151_936)
 
 _TRTLLM_SRC = (
     "TensorRT-LLM docs (C++ runtime with CUDA graphs: per-step host time is sub-millisecond; "

@@ -65,6 +65,12 @@ class InferJob:
     #: the engine's memory knob (TensorRT-LLM kv_cache_free_gpu_mem_fraction, vLLM
     #: gpu_memory_utilization, SGLang mem_fraction_static); None: the engine's default
     memory_fraction: float | None = None
+    #: the engine's build-time sequence slots and per-pass token budget (TensorRT-LLM
+    #: max_batch_size / max_num_tokens of trtllm-build, vLLM --max-num-seqs /
+    #: --max-num-batched-tokens); None: the engine's default, or for TensorRT-LLM what
+    #: ``trtllm-bench build --dataset`` picks (``trtllm_build.py``)
+    engine_max_batch: int | None = None
+    engine_max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("input_len", "output_len", "tp", "pp", "replicas", "ep"):
@@ -81,6 +87,20 @@ class InferJob:
             )
         if self.memory_fraction is not None:
             check_fraction(self.memory_fraction, "memory fraction")
+        for name in ("engine_max_batch", "engine_max_tokens"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise FlopwiseError(f"{name} must be a positive integer, got {value!r}")
+        if (
+            self.engine_max_batch is not None
+            and self.batch is not None
+            and self.batch > self.engine_max_batch
+        ):
+            raise FlopwiseError(
+                f"--batch {self.batch} exceeds the engine's --engine-max-batch "
+                f"{self.engine_max_batch} (its sequence slots): give a batch <= "
+                f"{self.engine_max_batch} or a larger engine"
+            )
         if self.tp % self.ep:
             raise FlopwiseError(
                 f"--ep {self.ep} must divide --tp {self.tp} (experts are split over ep groups "
@@ -135,6 +155,8 @@ class InferJob:
             "attention_dp": self.attention_dp,
             "num_requests": self.num_requests,
             "price_per_gpu_hour": self.price_per_gpu_hour,
+            "engine_max_batch": self.engine_max_batch,
+            "engine_max_tokens": self.engine_max_tokens,
         }
 
 

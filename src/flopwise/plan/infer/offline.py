@@ -210,6 +210,7 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
     """The InferPlan of an offline batch of `num_requests` (split evenly over the replicas)."""
 
     from flopwise.plan.infer.batching import (
+        build_note,
         continuous_memory,
         kv_tokens_held,
         max_concurrency,
@@ -224,7 +225,7 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
         utilisation,
     )
 
-    ctx, _ = sized_context(ctx)  # the engine as its builder sizes it (trtllm_build.py)
+    ctx, build = sized_context(ctx)  # the engine as its builder sizes it (trtllm_build.py)
     job = ctx.job
     per_replica = math.ceil(num_requests / job.replicas)
     if (
@@ -276,9 +277,14 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
             f"{kv_tokens_held(ctx):,.0f} tokens of KV; prompts join while a pass has room within "
             f"{budget:,} tokens; {run.mean_running:,.0f} decode on average over the run "
             "(ramp-up and drain included); TTFT and latency include the wait in the queue",
+            *build_note(build),
         ),
     )
     cost = None
     if job.price_per_gpu_hour is not None:
         cost = job.price_per_gpu_hour * job.gpus * run.makespan_s / 3600.0
-    return replace(plan, extras={"offline": {**run.to_dict(), "cost_usd": cost}})
+    extras: dict[str, Any] = {"offline": {**run.to_dict(), "cost_usd": cost}}
+    if build is not None:
+        extras["engine_max_batch_size"] = build.max_batch_size
+        extras["engine_max_num_tokens"] = build.max_num_tokens
+    return replace(plan, extras=extras)

@@ -31,6 +31,7 @@ from flopwise.plan.infer.latency import (
 )
 from flopwise.plan.infer.memory import MemoryPlan, plan_memory
 from flopwise.plan.infer.shard import Shard, make_shard, mean_decode_keys, prefill_pairs
+from flopwise.plan.infer.trtllm_build import with_engine_sizes
 from flopwise.plan.infer.uncertainty import (
     interval_fields,
     plan_intervals,
@@ -72,6 +73,7 @@ def make_context(
     engine = engine or get_engine(job.engine)
     if job.memory_fraction is not None:
         engine = replace(engine, memory_fraction=job.memory_fraction)
+    engine = with_engine_sizes(engine, job.engine_max_batch, job.engine_max_tokens)
     precision = resolve_precision(job, hw)
     if (job.ep > 1 or job.attention_dp) and not spec.is_moe:
         raise FlopwiseError(
@@ -344,7 +346,8 @@ def static_memory(ctx: Context, batch: int) -> MemoryPlan:
         job.input_len + job.output_len,
         batch * job.input_len,
         ctx.rates.act_bytes,
-        slot_seqs=batch,  # a static batch's engine is built for exactly its batch
+        # a static batch's engine is built for exactly its batch, unless its sizes are given
+        slot_seqs=job.engine_max_batch or batch,
     )
 
 

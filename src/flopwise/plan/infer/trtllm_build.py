@@ -61,7 +61,7 @@ class EngineBuild:
 
     max_batch_size: int
     max_num_tokens: int
-    kv_requests_estimate: float  # trtllm-bench's own estimate of requests that fit
+    kv_requests_estimate: float | None  # trtllm-bench's own estimate of requests that fit
     source: str
 
 
@@ -125,11 +125,16 @@ def built_engine(
     device_bytes: float | None,
     input_len: int,
     output_len: int,
+    *,
+    given_batch: int | None = None,
+    given_tokens: int | None = None,
 ) -> tuple[EngineProfile, EngineBuild | None]:
     """The engine profile with the build sizes its builder picks for this job (if it picks any).
 
     Only profiles whose ``build_sizing`` is "trtllm-bench" change: max_num_seqs becomes the
-    engine's max_batch_size and max_num_tokens the engine's; others come back unchanged.
+    engine's max_batch_size and max_num_tokens the engine's; others come back unchanged. Sizes
+    the job gives (``given_*``: an engine built with explicit max_batch_size / max_num_tokens,
+    e.g. trtllm-bench's pre-defined table before 0.15) win over the heuristic.
     """
     if engine.build_sizing != "trtllm-bench" or device_bytes is None:
         return engine, None
@@ -144,8 +149,26 @@ def built_engine(
         input_len,
         output_len,
     )
+    if given_batch is not None or given_tokens is not None:
+        build = EngineBuild(
+            max_batch_size=build.max_batch_size if given_batch is None else given_batch,
+            max_num_tokens=build.max_num_tokens if given_tokens is None else given_tokens,
+            kv_requests_estimate=None,
+            source="given (--engine-max-batch / --engine-max-tokens)",
+        )
     sized = replace(engine, max_num_seqs=build.max_batch_size, max_num_tokens=build.max_num_tokens)
     return sized, build
+
+
+def with_engine_sizes(
+    engine: EngineProfile, max_batch: int | None, max_tokens: int | None
+) -> EngineProfile:
+    """The profile with the sequence slots and per-pass token budget a job gives, if any."""
+    if max_batch is not None:
+        engine = replace(engine, max_num_seqs=max_batch)
+    if max_tokens is not None:
+        engine = replace(engine, max_num_tokens=max_tokens)
+    return engine
 
 
 def slot_buffer_bytes(engine: EngineProfile, vocab: int, seqs: int | None = None) -> float:

@@ -17,6 +17,7 @@ from flopwise.plan.infer import InferJob, plan_inference
 from flopwise.plan.infer.constants import (
     ACTIVATION_HIDDEN_BUFFERS,
     RUNTIME_RESERVED_BYTES,
+    TRTLLM_SLOT_BYTES_PER_SEQ_TOKEN,
     TRTLLM_SLOT_BYTES_PER_VOCAB,
     get_engine,
 )
@@ -105,8 +106,9 @@ def test_trtllm_kv_budget_is_ninety_percent_of_what_weights_and_buffers_leave() 
     # 1024) + attention out 8192 + gate/up 2 x 28672 + down 28672, 16-bit
     act_per_token = ACTIVATION_HIDDEN_BUFFERS * HIDDEN + 10240 + HIDDEN + 2 * FFN + FFN
     activations = 2048 * act_per_token * 2
-    # per-slot runtime + decoder buffers of the engine's 64 slots
-    slots = 64 * VOCAB * TRTLLM_SLOT_BYTES_PER_VOCAB
+    # per-slot runtime + decoder buffers of the engine's 64 slots: vocab-wide, and four int32
+    # tensors as long as its 2000-token max sequence length
+    slots = 64 * (VOCAB * TRTLLM_SLOT_BYTES_PER_VOCAB + 2000 * TRTLLM_SLOT_BYTES_PER_SEQ_TOKEN)
     assert plan.memory.slot_buffers_bytes == pytest.approx(slots)
     fixed = weights + RUNTIME_RESERVED_BYTES + activations + slots
     kv_budget = 0.9 * (hw.memory_bytes - fixed)

@@ -78,6 +78,9 @@ class EngineProfile:
     #: Device bytes the runtime holds per sequence slot per vocabulary entry (logits, decoder and
     #: sampling buffers sized max_num_seqs x vocab), allocated before the KV cache is sized.
     slot_bytes_per_vocab: float = 0.0
+    #: ... and per sequence slot per token of the engine's max sequence length (cache
+    #: indirection, output ids: max_num_seqs x max_seq_len int32 tensors).
+    slot_bytes_per_seq_token: float = 0.0
     #: How the engine picks a TP all-reduce inside an NVLink domain: "cheapest" = the cheapest of
     #: NCCL's ring and the one-/two-shot custom kernels (vLLM and SGLang dispatch by measured
     #: size thresholds that track the fastest); "trtllm" = TensorRT-LLM's AUTO rule
@@ -106,6 +109,7 @@ class EngineProfile:
             "features": self.features,
             "build_sizing": self.build_sizing,
             "slot_bytes_per_vocab": self.slot_bytes_per_vocab,
+            "slot_bytes_per_seq_token": self.slot_bytes_per_seq_token,
             "kv_block_tokens": self.kv_block_tokens,
             "allreduce_policy": self.allreduce_policy,
             "logits_bytes": self.logits_bytes,
@@ -176,21 +180,32 @@ TRTLLM_ALLREDUCE_ONESHOT_BELOW: tuple[tuple[int, float], ...] = (
     (1 << 30, 500e3),
 )
 
+#: TensorRT-LLM C++ runtime: device bytes per sequence slot per token of the engine's max
+#: sequence length (beam 1), allocated with the slots before the KV cache is sized: four int32
+#: tensors of [max_batch_size, beam, max_attention_window or max_seq_len], the runtime buffers'
+#: cache indirection (batch_manager/transformerBuffers.cpp), the decoder's input and output
+#: cache indirection (decoderBuffers.cpp) and its output ids (runtime/gptDecoderBatched.cpp
+#: ``dOutput.ids->reshape({maxBatchSize, maxBeamWidth, maxSequenceLength})``). Tensors some
+#: releases add (parent ids, log probs) are left out.
+TRTLLM_SLOT_BYTES_PER_SEQ_TOKEN = 4 * 4.0
+
 #: TensorRT-LLM C++ runtime: device bytes per sequence slot per vocabulary entry held by the
 #: runtime buffers (logits) and the decoder (sampling buffers), both sized by the engine's
 #: max_batch_size x vocab and allocated before the KV cache is sized. From the runtime's own
 #: start-up log in NVIDIA/TensorRT-LLM#1188 (2024-11-21, Qwen2.5-Coder-0.5B int8, default
-#: max_batch_size 2048, vocab 151,936): "Allocated 2.66 GB GPU memory for runtime buffers",
-#: "Allocated 5.76 GB GPU memory for decoder". Those "GB" are GiB: MemoryCounters::bytesToString
-#: divides by 1024 per unit and labels the third unit "GB" (cpp/tensorrt_llm/runtime/
-#: memoryCounters.cpp; its unit test expects 1 << 30 bytes -> "1.00 GB"), so
-#: (2.66 + 5.76) GiB / (2048 x 151,936) = 29.05 bytes. Assumes both scale with the vocabulary
-#: (logits, top-k/top-p workspaces); the part of the decoder that scales with max_seq_len
-#: (output ids) is inside this one measurement. An older runtime logged more: trtllm-bench's
-#: own 0.12 example (benchmarks/cpp README: Llama-2-7B, max_batch_size 4096, vocab 32,000)
-#: shows 1.14 + 4.35 GiB = 45 bytes per slot per vocab entry; the late-2024 log is the one
-#: nearest the 0.14-0.17 releases the published tables ran.
-TRTLLM_SLOT_BYTES_PER_VOCAB = (2.66 + 5.76) * GIB / (2048 * 151_936)
+#: max_batch_size 2048, vocab 151,936, default max_seq_len = its 32,768 positions): "Allocated
+#: 2.66 GB GPU memory for runtime buffers", "Allocated 5.76 GB GPU memory for decoder". Those
+#: "GB" are GiB: MemoryCounters::bytesToString divides by 1024 per unit and labels the third
+#: unit "GB" (cpp/tensorrt_llm/runtime/memoryCounters.cpp; its unit test expects 1 << 30 bytes
+#: -> "1.00 GB"). Less the sequence-length tensors above (2048 x 32,768 x 16 B = 1 GiB):
+#: (8.42 - 1.0) GiB / (2048 x 151,936) = 25.6 bytes (logits, top-k/top-p workspaces). An older
+#: runtime logged more: trtllm-bench's own 0.12 example (benchmarks/cpp README: Llama-2-7B,
+#: max_batch_size 4096, vocab 32,000, max_seq_len 4098) shows 1.14 + 4.35 GiB, 43 bytes per slot
+#: per vocab entry after the same subtraction; the late-2024 log is the one nearest the
+#: 0.14-0.17 releases the published tables ran.
+TRTLLM_SLOT_BYTES_PER_VOCAB = (
+    (2.66 + 5.76) * GIB - 2048 * 32_768 * TRTLLM_SLOT_BYTES_PER_SEQ_TOKEN
+) / (2048 * 151_936)
 
 _TRTLLM_SRC = (
     "TensorRT-LLM docs (C++ runtime with CUDA graphs: per-step host time is sub-millisecond; "
@@ -250,6 +265,7 @@ ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
                 memory_fraction_of="free",
                 build_sizing="trtllm-bench",
                 slot_bytes_per_vocab=TRTLLM_SLOT_BYTES_PER_VOCAB,
+                slot_bytes_per_seq_token=TRTLLM_SLOT_BYTES_PER_SEQ_TOKEN,
                 kv_block_tokens=64,
                 allreduce_policy="trtllm",
                 logits_bytes=4.0,

@@ -132,7 +132,7 @@ def plan_memory(
     per_seq = kv_bytes_per_seq_per_gpu(sh, kv_tokens_per_seq or seq_tokens) + extra_kv_per_seq_bytes
     weights = sh.weights_per_gpu_bytes() + extra_weights_bytes
     tokens = min(pass_tokens, engine.max_num_tokens)
-    slots = slot_buffer_bytes(engine, sh.spec.vocab, slot_seqs)
+    slots = slot_buffer_bytes(engine, sh.spec.vocab, slot_seqs, seq_tokens)
     # logits of the running sequences, unless the runtime holds them per slot already
     work = workspace_bytes(sh, tokens, 0 if slots else batch, act_bytes)
     # a large batch fills the engine's largest forward pass: size the workspace for it

@@ -171,10 +171,14 @@ def with_engine_sizes(
     return engine
 
 
-def slot_buffer_bytes(engine: EngineProfile, vocab: int, seqs: int | None = None) -> float:
+def slot_buffer_bytes(
+    engine: EngineProfile, vocab: int, seqs: int | None = None, seq_tokens: float = 0.0
+) -> float:
     """Runtime and decoder buffers sized per sequence slot (`seqs`, default the engine's
-    max_num_seqs, x vocab entries)."""
+    max_num_seqs): vocab-wide logits and sampling buffers, and tensors as long as the engine's
+    max sequence length (`seq_tokens`; trtllm-bench builds it for the dataset's ISL + OSL)."""
     slots = engine.max_num_seqs if seqs is None else seqs
     if slots is None:
         return 0.0
-    return slots * vocab * engine.slot_bytes_per_vocab
+    per_slot = vocab * engine.slot_bytes_per_vocab + seq_tokens * engine.slot_bytes_per_seq_token
+    return slots * per_slot

@@ -92,6 +92,14 @@ INFER_FLAGS: list[JobFlag] = [
         metavar="F",
     ),
     JobFlag(
+        "allow-long-context",
+        "plan sequences longer than the model's context (TensorRT-LLM --max_seq_len, vLLM "
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1); rotary/ALiBi models only, quality not assessed",
+        kinds=_I,
+        action=FLAG,
+        default=False,
+    ),
+    JobFlag(
         "ep",
         "expert-parallel groups inside the tensor-parallel group (MoE; divides --tp)",
         kinds=_I,

@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
         memory_fraction=args.memory_fraction,
         engine_max_batch=args.engine_max_batch,
         engine_max_tokens=args.engine_max_tokens,
+        allow_long_context=args.allow_long_context,
     )
     hw_doc = {
         "id": hw.id,

@@ -81,6 +81,7 @@ def _plan_row(
         memory_fraction=row.memory_fraction,
         engine_max_batch=row.engine_max_batch,
         engine_max_tokens=row.engine_max_tokens,
+        allow_long_context=row.allow_long_context,
     )
     engine = replace(get_engine(engine_name), fp8_gemm_fraction=fraction)
     spec, hw = inputs(row)

@@ -31,6 +31,7 @@ PCIe cards (L40S, A100 PCIe) run TP inside one 8-GPU PCIe server, named with ``-
 from __future__ import annotations
 
 import csv
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -125,6 +126,8 @@ class PosedRow:
     #: the engine's build sizes where the source's build tool fixed them (trtllm_presets.py)
     engine_max_batch: int | None = None
     engine_max_tokens: int | None = None
+    #: the source ran sequences longer than the model's context (--allow-long-context)
+    allow_long_context: bool = False
 
     @property
     def is_moe(self) -> bool:
@@ -152,6 +155,8 @@ class PosedRow:
             parts += ["--engine-max-batch", str(self.engine_max_batch)]
         if self.engine_max_tokens is not None:
             parts += ["--engine-max-tokens", str(self.engine_max_tokens)]
+        if self.allow_long_context:
+            parts += ["--allow-long-context"]
         return " ".join(parts)
 
 
@@ -286,7 +291,17 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
         memory_fraction=_memory_fraction(r.get("notes", "")),
         engine_max_batch=None if sizes is None else sizes[0],
         engine_max_tokens=None if sizes is None else sizes[1],
+        # the published run went past the model's context: its engine was built for it
+        allow_long_context=isl + osl > _context_tokens(model),
     )
+
+
+@functools.cache
+def _context_tokens(model: str) -> int:
+    """The catalog model's trained context (max_position_embeddings)."""
+    from flopwise.workload.hf import load_model
+
+    return load_model(model).max_seq_len
 
 
 def posed_rows() -> tuple[list[PosedRow], list[Unposed]]:

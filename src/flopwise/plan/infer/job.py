@@ -71,6 +71,10 @@ class InferJob:
     #: ``trtllm-bench build --dataset`` picks (``trtllm_build.py``)
     engine_max_batch: int | None = None
     engine_max_tokens: int | None = None
+    #: run past the model's trained context (max_position_embeddings), as TensorRT-LLM does when
+    #: built with a larger --max_seq_len and vLLM with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; rotary
+    #: and ALiBi models run, a learned position table cannot
+    allow_long_context: bool = False
 
     def __post_init__(self) -> None:
         for name in ("input_len", "output_len", "tp", "pp", "replicas", "ep"):

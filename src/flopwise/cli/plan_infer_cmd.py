@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         attention_dp=args.attention_dp,
         num_requests=args.num_requests,
         memory_fraction=args.memory_fraction,
+        allow_long_context=args.allow_long_context,
     )
     hw_doc = {
         "id": hw.id,

@@ -79,6 +79,7 @@ def _plan_row(
         engine=engine_name,
         num_requests=row.num_requests,
         memory_fraction=row.memory_fraction,
+        allow_long_context=row.allow_long_context,
     )
     engine = replace(get_engine(engine_name), fp8_gemm_fraction=fraction)
     spec, hw = inputs(row)

@@ -29,6 +29,7 @@ PCIe cards (L40S, A100 PCIe) run TP inside one 8-GPU PCIe server, named with ``-
 from __future__ import annotations
 
 import csv
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -118,6 +119,8 @@ class PosedRow:
     note: str = ""
     num_requests: int | None = None  # an offline batch of this many requests (--num-requests)
     memory_fraction: float | None = None  # the engine's memory knob as the source ran it
+    #: the source ran sequences longer than the model's context (--allow-long-context)
+    allow_long_context: bool = False
 
     @property
     def is_moe(self) -> bool:
@@ -141,6 +144,8 @@ class PosedRow:
         parts += ["--engine", self.engine]
         if self.memory_fraction is not None:
             parts += ["--memory-fraction", f"{self.memory_fraction:g}"]
+        if self.allow_long_context:
+            parts += ["--allow-long-context"]
         return " ".join(parts)
 
 
@@ -272,7 +277,17 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
         note=prec[2],
         num_requests=_num_requests(r.get("notes", "")) if continuous else None,
         memory_fraction=_memory_fraction(r.get("notes", "")),
+        # the published run went past the model's context: its engine was built for it
+        allow_long_context=isl + osl > _context_tokens(model),
     )
+
+
+@functools.cache
+def _context_tokens(model: str) -> int:
+    """The catalog model's trained context (max_position_embeddings)."""
+    from flopwise.workload.hf import load_model
+
+    return load_model(model).max_seq_len
 
 
 def posed_rows() -> tuple[list[PosedRow], list[Unposed]]:

@@ -90,6 +90,9 @@ class EngineProfile:
     #: logits_dtype float32 by default (PretrainedConfig/convert_checkpoint ``logits_dtype``);
     #: vLLM and SGLang compute and gather logits in the model's 16-bit dtype.
     logits_bytes: float = 2.0
+    #: Which kernels run around an MoE layer's expert GEMMs (router dtype, routing, permute,
+    #: reduce): a recipe of ``plan/infer/moe_kernels.py`` ("generic" or "tensorrt-llm").
+    moe_kernels: str = "generic"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -113,6 +116,7 @@ class EngineProfile:
             "kv_block_tokens": self.kv_block_tokens,
             "allreduce_policy": self.allreduce_policy,
             "logits_bytes": self.logits_bytes,
+            "moe_kernels": self.moe_kernels,
             "source": self.source,
         }
 
@@ -269,6 +273,7 @@ ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
                 kv_block_tokens=64,
                 allreduce_policy="trtllm",
                 logits_bytes=4.0,
+                moe_kernels="tensorrt-llm",
                 features=(
                     "in-flight batching in the C++ batch manager (context and generation "
                     "requests in one forward pass); paged KV cache; GUARANTEED_NO_EVICT "

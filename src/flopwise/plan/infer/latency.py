@@ -22,12 +22,11 @@ from flopwise.plan.gemm import compute_efficiency, shape_correction
 from flopwise.plan.infer.constants import (
     ALLREDUCE_ELEMENT_BYTES,
     ELEMENTWISE_KERNELS_PER_LAYER,
-    MOE_ROUTING_ELEMENT_BYTES,
-    MOE_ROUTING_KERNELS,
     RIDGE_SMOOTHING_P,
     TRTLLM_ALLREDUCE_ONESHOT_BELOW,
     EngineProfile,
 )
+from flopwise.plan.infer.moe_kernels import routing_cost
 from flopwise.plan.infer.shard import Shard, expected_distinct_experts
 from flopwise.plan.roofline import (
     achievable_matmul_tflops,
@@ -291,7 +290,9 @@ def _layer_attention(sh: Shard, p: Pass, r: Rates, sliding: bool) -> Breakdown:
     return out
 
 
-def _mlp(sh: Shard, p: Pass, hw: Hardware, r: Rates, moe: bool) -> Breakdown:
+def _mlp(
+    sh: Shard, p: Pass, hw: Hardware, r: Rates, moe: bool, recipe: str = "generic"
+) -> Breakdown:
     s, m, h = sh.spec, p.tokens, sh.spec.hidden
     if not moe:
         return gemm(m, sh.mlp_up_out, h, hw, r) + gemm(m, h, sh.mlp_down_in, hw, r)
@@ -306,25 +307,26 @@ def _mlp(sh: Shard, p: Pass, hw: Hardware, r: Rates, moe: bool) -> Breakdown:
     # touched ones; the busiest group's excess at small batch is not modelled), each sharded
     # over tp/ep ranks (Shard.expert_up_out)
     local = distinct / sh.ep
-    out = gemm(m, s.experts, h, hw, r)  # router
+    # router and routing kernels as the engine runs them (plan/infer/moe_kernels.py)
+    route = routing_cost(recipe, m, routed / sh.ep, h, s.experts, r.act_bytes, hw, r.bw_bytes_s)
+    out = Breakdown(
+        activations_s=route.memory_s, compute_s=route.compute_s, overhead_s=route.overhead_s
+    )
+    if recipe == "generic":
+        out = out + gemm(m, s.experts, h, hw, r)  # a 16-bit router GEMM
     out = out + gemm(per_expert, sh.expert_up_out, h, hw, r, groups=local)
     out = out + gemm(per_expert, h, sh.expert_down_in, hw, r, groups=local)
     if s.shared_experts:
         out = out + gemm(m, sh.shared_up_out, h, hw, r) + gemm(m, h, sh.shared_down_in, hw, r)
-    return out + _moe_routing(m, routed / sh.ep, h, r)
+    return out
 
 
 def _moe_routing(tokens: float, rows: float, hidden: int, r: Rates) -> Breakdown:
-    """The memory-bound kernels around the expert GEMMs: the top-k gating softmax, the permute
-    that copies each token's hidden state into one row per chosen expert (``rows`` on this rank)
-    and the finalize that reads those rows back and sums them weighted into one hidden state per
-    token (TensorRT-LLM's moe_kernels.cu expandInputRowsKernel / finalizeMoeRoutingKernel;
-    vLLM's and SGLang's fused-MoE permute/unpermute do the same moves)."""
-    moved = (tokens + rows) * hidden * MOE_ROUTING_ELEMENT_BYTES * 2  # permute + finalize
-    return Breakdown(
-        activations_s=moved / r.bw_bytes_s,
-        overhead_s=MOE_ROUTING_KERNELS * KERNEL_LAUNCH_S,
-    )
+    """The generic recipe's routing kernels (moe_kernels.py): the top-k gating softmax, the
+    permute that copies each token's hidden state into one row per chosen expert (``rows`` on
+    this rank) and the reduce that sums them back weighted into one row per token."""
+    c = routing_cost("generic", tokens, rows, hidden, 0, r.act_bytes, None, r.bw_bytes_s)
+    return Breakdown(activations_s=c.memory_s, overhead_s=c.overhead_s)
 
 
 def _elementwise(sh: Shard, p: Pass, r: Rates) -> Breakdown:
@@ -372,7 +374,8 @@ def stage_pass_time(
     if sh.dense_layers_on_stage:
         total = total + _mlp(sh, p, hw, r, moe=False).scaled(sh.dense_layers_on_stage)
     if sh.moe_layers_on_stage:
-        total = total + _mlp(sh, p, hw, r, moe=True).scaled(sh.moe_layers_on_stage)
+        moe = _mlp(sh, p, hw, r, moe=True, recipe=engine.moe_kernels)
+        total = total + moe.scaled(sh.moe_layers_on_stage)
     if with_logits and p.logits_rows > 0:
         # the lm_head stays 16-bit in quantized checkpoints (shard.VOCAB_WEIGHT_BYTES)
         head = replace(r, weight_bytes=sh.vocab_bytes_per_elt)

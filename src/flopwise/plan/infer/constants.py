@@ -87,6 +87,13 @@ class EngineProfile:
     #: logits_dtype float32 by default (PretrainedConfig/convert_checkpoint ``logits_dtype``);
     #: vLLM and SGLang compute and gather logits in the model's 16-bit dtype.
     logits_bytes: float = 2.0
+    #: What the scheduler does when a running request's next KV slot cannot be allocated:
+    #: "recompute" = it admits requests on their prompt alone and, when the pool is full,
+    #: preempts the newest running request, frees its KV and prefills its prompt and generated
+    #: tokens again later (vLLM: docs "Optimization and Tuning > Preemption", V1 scheduler
+    #: ``self.running.pop()`` / ``num_computed_tokens = 0``; plan/infer/preemption.py);
+    #: "" = not modelled (admission keeps the batch within the KV cache).
+    preemption: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -109,6 +116,7 @@ class EngineProfile:
             "kv_block_tokens": self.kv_block_tokens,
             "allreduce_policy": self.allreduce_policy,
             "logits_bytes": self.logits_bytes,
+            "preemption": self.preemption,
             "source": self.source,
         }
 
@@ -267,6 +275,7 @@ ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
                 max_num_seqs=256,
                 max_num_tokens=8192,
                 source=_VLLM_SRC,
+                preemption="recompute",
                 features=(
                     "continuous (iteration-level) batching; PagedAttention KV blocks allocated "
                     "on demand, preempting when full; CUDA graphs for decode; chunked prefill; "

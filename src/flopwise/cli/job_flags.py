@@ -534,6 +534,17 @@ JOB_FLAGS: list[JobFlag] = [
         metavar="N",
     ),
     JobFlag(
+        "max-num-tokens",
+        "the engine's token budget per forward pass: vLLM --max-num-batched-tokens, "
+        "TensorRT-LLM max_num_tokens, SGLang --chunked-prefill-size; sizes the activation "
+        "workspace (and so the KV cache) and how many prompt tokens a pass prefills "
+        "(default: the engine's own, 8192)",
+        kinds=_I,
+        doors=_PLAN,
+        parse=_positive_int,
+        metavar="N",
+    ),
+    JobFlag(
         "attention-dp",
         "attention data-parallel over the tensor-parallel ranks (MoE, e.g. DeepSeek MLA)",
         kinds=_I,

@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         attention_dp=args.attention_dp,
         num_requests=args.num_requests,
         memory_fraction=args.memory_fraction,
+        max_num_tokens=args.max_num_tokens,
     )
     hw_doc = {
         "id": hw.id,

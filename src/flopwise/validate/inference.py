@@ -79,6 +79,7 @@ def _plan_row(
         engine=engine_name,
         num_requests=row.num_requests,
         memory_fraction=row.memory_fraction,
+        max_num_tokens=row.max_num_tokens,
     )
     engine = replace(get_engine(engine_name), fp8_gemm_fraction=fraction)
     spec, hw = inputs(row)

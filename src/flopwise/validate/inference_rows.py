@@ -118,6 +118,7 @@ class PosedRow:
     note: str = ""
     num_requests: int | None = None  # an offline batch of this many requests (--num-requests)
     memory_fraction: float | None = None  # the engine's memory knob as the source ran it
+    max_num_tokens: int | None = None  # the engine's token budget per pass as the source ran it
 
     @property
     def is_moe(self) -> bool:
@@ -141,6 +142,8 @@ class PosedRow:
         parts += ["--engine", self.engine]
         if self.memory_fraction is not None:
             parts += ["--memory-fraction", f"{self.memory_fraction:g}"]
+        if self.max_num_tokens is not None:
+            parts += ["--max-num-tokens", str(self.max_num_tokens)]
         return " ".join(parts)
 
 
@@ -176,6 +179,9 @@ def _int(text: str) -> int | None:
 #: --kv_cache_free_gpu_mem_fraction 0.95"; the rows do not say which fell back to 0.90).
 _MEMORY_FRACTION = re.compile(r"kv_cache_free_gpu_mem_fraction (0\.\d+)")
 
+#: How a row states the engine's token budget per pass (vLLM's command line).
+_MAX_NUM_TOKENS = re.compile(r"--max-num-batched-tokens (\d+)")
+
 #: How a row states the size of its offline dataset (trtllm-bench: all requests queued at once).
 _REQUESTS = re.compile(r"(\d[\d,]*) requests of fixed ISL/OSL issued at once")
 
@@ -183,6 +189,11 @@ _REQUESTS = re.compile(r"(\d[\d,]*) requests of fixed ISL/OSL issued at once")
 def _num_requests(notes: str) -> int | None:
     m = _REQUESTS.search(notes)
     return int(m.group(1).replace(",", "")) if m else None
+
+
+def _max_num_tokens(notes: str) -> int | None:
+    m = _MAX_NUM_TOKENS.search(notes)
+    return int(m.group(1)) if m else None
 
 
 def _memory_fraction(notes: str) -> float | None:
@@ -272,6 +283,7 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
         note=prec[2],
         num_requests=_num_requests(r.get("notes", "")) if continuous else None,
         memory_fraction=_memory_fraction(r.get("notes", "")),
+        max_num_tokens=_max_num_tokens(r.get("notes", "")),
     )
 
 

@@ -65,6 +65,9 @@ class InferJob:
     #: the engine's memory knob (TensorRT-LLM kv_cache_free_gpu_mem_fraction, vLLM
     #: gpu_memory_utilization, SGLang mem_fraction_static); None: the engine's default
     memory_fraction: float | None = None
+    #: the engine's token budget per forward pass (vLLM --max-num-batched-tokens, TensorRT-LLM
+    #: max_num_tokens, SGLang --chunked-prefill-size); None: the engine's default
+    max_num_tokens: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("input_len", "output_len", "tp", "pp", "replicas", "ep"):
@@ -81,6 +84,12 @@ class InferJob:
             )
         if self.memory_fraction is not None:
             check_fraction(self.memory_fraction, "memory fraction")
+        if self.max_num_tokens is not None and (
+            not isinstance(self.max_num_tokens, int) or self.max_num_tokens < 1
+        ):
+            raise FlopwiseError(
+                f"max_num_tokens must be a positive integer, got {self.max_num_tokens!r}"
+            )
         if self.tp % self.ep:
             raise FlopwiseError(
                 f"--ep {self.ep} must divide --tp {self.tp} (experts are split over ep groups "
@@ -134,6 +143,7 @@ class InferJob:
             "ep": self.ep,
             "attention_dp": self.attention_dp,
             "num_requests": self.num_requests,
+            "max_num_tokens": self.max_num_tokens,
             "price_per_gpu_hour": self.price_per_gpu_hour,
         }
 

@@ -72,6 +72,8 @@ def make_context(
     engine = engine or get_engine(job.engine)
     if job.memory_fraction is not None:
         engine = replace(engine, memory_fraction=job.memory_fraction)
+    if job.max_num_tokens is not None:
+        engine = replace(engine, max_num_tokens=job.max_num_tokens)
     precision = resolve_precision(job, hw)
     if (job.ep > 1 or job.attention_dp) and not spec.is_moe:
         raise FlopwiseError(

@@ -78,3 +78,33 @@ def test_model_that_fits_nowhere_says_what_would(capsys: pytest.CaptureFixture[s
                        "--batch", "max")  # fmt: skip
     assert code == 2
     assert "fits on 16 GPUs (--tp 8 --pp 2)" in err or "--weight-dtype" in err
+
+
+LONG = ["plan", "infer", "gpt-j-6b", "--accelerator", "h100-sxm", "--batch", "8",
+        "--input-len", "2048", "--output-len", "2048"]  # fmt: skip
+
+
+def test_past_the_context_is_refused_unless_allowed(capsys: pytest.CaptureFixture[str]) -> None:
+    # GPT-J's config allows 2048 positions (n_positions); TensorRT-LLM 0.9.0's published tables
+    # ran it at 2048 + 2048 with a larger --max_seq_len, which --allow-long-context poses
+    code, out, err = cli(capsys, *LONG)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "4096 tokens exceeds gpt-j-6b's context of 2048" in err
+    assert "--allow-long-context" in err
+    code, out, err = cli(capsys, *LONG, "--allow-long-context", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["output_tokens_per_s"] > 0
+    assert any("past gpt-j-6b's trained context of 2,048" in a for a in doc["assumptions"])
+
+
+def test_a_learned_position_table_has_no_rows_past_its_length(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # OPT's learned position embedding has max_position_embeddings + 2 rows: nothing runs past it
+    code, out, err = cli(
+        capsys, "plan", "infer", "opt-175b", "--accelerator", "h100-sxm", "--tp", "8",
+        "--input-len", "2048", "--output-len", "512", "--allow-long-context",
+    )  # fmt: skip
+    assert code == 2 and out == ""
+    assert "learned position table of 2050 rows" in err

@@ -162,6 +162,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
         target_ttft_ms=args.target_ttft_ms,
         num_requests=args.num_requests,
         memory_fraction=args.memory_fraction,
+        allow_long_context=args.allow_long_context,
     )
     return compare_infer(model, ijob, candidates, sort=args.sort, hardware=hardware)
 

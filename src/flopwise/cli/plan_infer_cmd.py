@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         num_requests=args.num_requests,
         memory_fraction=args.memory_fraction,
         max_num_tokens=args.max_num_tokens,
+        allow_long_context=args.allow_long_context,
     )
     hw_doc = {
         "id": hw.id,

@@ -116,6 +116,8 @@ class CompareInferJob:
     num_requests: int | None = None
     #: The engine's memory knob (see plan.infer.InferJob.memory_fraction); None: its default.
     memory_fraction: float | None = None
+    #: Plan sequences past the model's context (see plan.infer.InferJob.allow_long_context).
+    allow_long_context: bool = False
 
     @property
     def batch_rule(self) -> str:

@@ -148,6 +148,7 @@ def infer_estimate(
             engine=job.engine,
             num_requests=job.num_requests,
             memory_fraction=job.memory_fraction,
+            allow_long_context=job.allow_long_context,
         ),
     ).to_dict()
     request = plan["breakdown"]["request"]

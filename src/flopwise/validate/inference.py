@@ -80,6 +80,7 @@ def _plan_row(
         num_requests=row.num_requests,
         memory_fraction=row.memory_fraction,
         max_num_tokens=row.max_num_tokens,
+        allow_long_context=row.allow_long_context,
     )
     engine = replace(get_engine(engine_name), fp8_gemm_fraction=fraction)
     spec, hw = inputs(row)

@@ -29,6 +29,7 @@ PCIe cards (L40S, A100 PCIe) run TP inside one 8-GPU PCIe server, named with ``-
 from __future__ import annotations
 
 import csv
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -119,6 +120,8 @@ class PosedRow:
     num_requests: int | None = None  # an offline batch of this many requests (--num-requests)
     memory_fraction: float | None = None  # the engine's memory knob as the source ran it
     max_num_tokens: int | None = None  # the engine's token budget per pass as the source ran it
+    #: the source ran sequences longer than the model's context (--allow-long-context)
+    allow_long_context: bool = False
 
     @property
     def is_moe(self) -> bool:
@@ -144,6 +147,8 @@ class PosedRow:
             parts += ["--memory-fraction", f"{self.memory_fraction:g}"]
         if self.max_num_tokens is not None:
             parts += ["--max-num-tokens", str(self.max_num_tokens)]
+        if self.allow_long_context:
+            parts += ["--allow-long-context"]
         return " ".join(parts)
 
 
@@ -179,9 +184,6 @@ def _int(text: str) -> int | None:
 #: --kv_cache_free_gpu_mem_fraction 0.95"; the rows do not say which fell back to 0.90).
 _MEMORY_FRACTION = re.compile(r"kv_cache_free_gpu_mem_fraction (0\.\d+)")
 
-#: How a row states the engine's token budget per pass (vLLM's command line).
-_MAX_NUM_TOKENS = re.compile(r"--max-num-batched-tokens (\d+)")
-
 #: How a row states the size of its offline dataset (trtllm-bench: all requests queued at once).
 _REQUESTS = re.compile(r"(\d[\d,]*) requests of fixed ISL/OSL issued at once")
 
@@ -189,6 +191,10 @@ _REQUESTS = re.compile(r"(\d[\d,]*) requests of fixed ISL/OSL issued at once")
 def _num_requests(notes: str) -> int | None:
     m = _REQUESTS.search(notes)
     return int(m.group(1).replace(",", "")) if m else None
+
+
+#: How a row states the engine's token budget per pass (vLLM's command line).
+_MAX_NUM_TOKENS = re.compile(r"--max-num-batched-tokens (\d+)")
 
 
 def _max_num_tokens(notes: str) -> int | None:
@@ -284,7 +290,17 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
         num_requests=_num_requests(r.get("notes", "")) if continuous else None,
         memory_fraction=_memory_fraction(r.get("notes", "")),
         max_num_tokens=_max_num_tokens(r.get("notes", "")),
+        # the published run went past the model's context: its engine was built for it
+        allow_long_context=isl + osl > _context_tokens(model),
     )
+
+
+@functools.cache
+def _context_tokens(model: str) -> int:
+    """The catalog model's trained context (max_position_embeddings)."""
+    from flopwise.workload.hf import load_model
+
+    return load_model(model).max_seq_len
 
 
 def posed_rows() -> tuple[list[PosedRow], list[Unposed]]:

@@ -60,10 +60,16 @@ def make_context(
     spec: ModelSpec, hw: Hardware, job: InferJob, engine: EngineProfile | None = None
 ) -> Context:
     total = job.input_len + job.output_len
-    if total > spec.max_seq_len:
+    if spec.learned_positions and total > spec.learned_positions:
         raise FlopwiseError(
             f"input {job.input_len} + output {job.output_len} = {total} tokens exceeds "
-            f"{spec.name}'s context of {spec.max_seq_len} tokens"
+            f"{spec.name}'s learned position table of {spec.learned_positions} rows"
+        )
+    if total > spec.max_seq_len and not job.allow_long_context:
+        raise FlopwiseError(
+            f"input {job.input_len} + output {job.output_len} = {total} tokens exceeds "
+            f"{spec.name}'s context of {spec.max_seq_len} tokens (--allow-long-context runs "
+            "past it, as TensorRT-LLM's --max_seq_len and vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN do)"
         )
     if job.tp * job.pp > 1 and not (hw.scaleup_bw_uni_gbps or hw.intra_busbw_gbps):
         raise FlopwiseError(
@@ -293,6 +299,13 @@ def assumptions_for(ctx: Context) -> list[str]:
     ]
     if ctx.precision.note:
         out.append(ctx.precision.note)
+    total = ctx.job.input_len + ctx.job.output_len
+    if total > ctx.spec.max_seq_len:
+        out.append(
+            f"{total:,} tokens per sequence run past {ctx.spec.name}'s trained context of "
+            f"{ctx.spec.max_seq_len:,} (--allow-long-context): timed as any sequence of that "
+            "length; output quality past the context is not assessed"
+        )
     if ctx.spec.is_moe:
         out.append(ctx.job.moe_layout_note())
     return out

@@ -1,0 +1,177 @@
+"""The inference job flags (plan, compare and report infer), in --help order."""
+
+from __future__ import annotations
+
+from flopwise.cli._args import _positive_int, fraction, non_negative_float
+from flopwise.cli.job_flag import (
+    _CMP,
+    _I,
+    _PLAN,
+    ACTIVATION_DTYPES,
+    FLAG,
+    KV_DTYPES,
+    WEIGHT_DTYPES,
+    JobFlag,
+    _acceptance,
+    _batch,
+)
+
+#: Inference: the workload, the deployment, the engine.
+INFER_FLAGS: list[JobFlag] = [
+    JobFlag(
+        "tp",
+        "tensor-parallel degree of a replica (default: the smallest that fits)",
+        kinds=_I,
+        parse=_positive_int,
+        metavar="N",
+    ),
+    JobFlag("pp", "pipeline-parallel degree", kinds=_I, parse=_positive_int, metavar="N"),
+    JobFlag(
+        "batch",
+        "static batch per replica, or 'max' for steady-state continuous batching (default 1); "
+        "with --num-requests: how many run at once (default max)",
+        kinds=_I,
+        parse=_batch,
+        metavar="N|max",
+    ),
+    JobFlag(
+        "num-requests",
+        "an offline batch: N requests arrive at once and run by in-flight batching; plans "
+        "the whole run (ramp-up and drain included): makespan, tokens/s, cost; compare: "
+        "each offer's instance processes all N, ranked by makespan / cost of the batch",
+        kinds=_I,
+        parse=_positive_int,
+        metavar="N",
+        exclusive="mode",
+    ),
+    JobFlag(
+        "input-len",
+        "prompt tokens (default 1024)",
+        kinds=_I,
+        parse=_positive_int,
+        default=1024,
+        metavar="N",
+    ),
+    JobFlag(
+        "output-len",
+        "output tokens (default 256)",
+        kinds=_I,
+        parse=_positive_int,
+        default=256,
+        metavar="N",
+    ),
+    JobFlag(
+        "weight-dtype",
+        "weight dtype (fp4/nvfp4/mxfp4/mxfp8: Blackwell-class only)",
+        kinds=_I,
+        choices=WEIGHT_DTYPES,
+        default="bf16",
+    ),
+    JobFlag("kv-dtype", "KV-cache dtype (default 16-bit)", kinds=_I, choices=KV_DTYPES),
+    JobFlag(
+        "activation-dtype",
+        "GEMM input dtype (default: fp8 with fp8 weights on fp8 hardware, else 16-bit "
+        "weight-only); int8 = SmoothQuant-style W8A8",
+        kinds=_I,
+        choices=ACTIVATION_DTYPES,
+    ),
+    JobFlag(
+        "engine",
+        "engine class for overhead constants: generic, tensorrt-llm, vllm, sglang",
+        kinds=_I,
+        default="generic",
+        metavar="NAME",
+    ),
+    JobFlag(
+        "memory-fraction",
+        "the engine's memory knob: TensorRT-LLM kv_cache_free_gpu_mem_fraction (of the memory "
+        "left after weights and activations), vLLM gpu_memory_utilization, SGLang "
+        "mem_fraction_static (of device memory); default: the engine's own (0.90, 0.90, 0.88)",
+        kinds=_I,
+        parse=fraction,
+        metavar="F",
+    ),
+    JobFlag(
+        "allow-long-context",
+        "plan sequences longer than the model's context (TensorRT-LLM --max_seq_len, vLLM "
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1); rotary/ALiBi models only, quality not assessed",
+        kinds=_I,
+        action=FLAG,
+        default=False,
+    ),
+    JobFlag(
+        "ep",
+        "expert-parallel groups inside the tensor-parallel group (MoE; divides --tp)",
+        kinds=_I,
+        doors=_PLAN,
+        parse=_positive_int,
+        default=1,
+        metavar="N",
+    ),
+    JobFlag(
+        "max-num-tokens",
+        "the engine's token budget per forward pass: vLLM --max-num-batched-tokens, "
+        "TensorRT-LLM max_num_tokens, SGLang --chunked-prefill-size; sizes the activation "
+        "workspace (and so the KV cache) and how many prompt tokens a pass prefills "
+        "(default: the engine's own, 8192)",
+        kinds=_I,
+        doors=_PLAN,
+        parse=_positive_int,
+        metavar="N",
+    ),
+    JobFlag(
+        "attention-dp",
+        "attention data-parallel over the tensor-parallel ranks (MoE, e.g. DeepSeek MLA)",
+        kinds=_I,
+        doors=_PLAN,
+        action=FLAG,
+        default=False,
+    ),
+    JobFlag(
+        "sweep",
+        "latency/throughput over batch sizes",
+        kinds=_I,
+        doors=_PLAN,
+        action=FLAG,
+        default=False,
+        exclusive="mode",
+    ),
+    JobFlag(
+        "target-tpot-ms",
+        "plan: bandwidth and GPUs needed for this time per output token; compare: each "
+        "offer at its largest batch within this TPOT",
+        kinds=_I,
+        parse=non_negative_float,
+        metavar="MS",
+        exclusive="mode",
+    ),
+    JobFlag(
+        "target-ttft-ms",
+        "compare: each offer at its largest batch within this time to first token",
+        kinds=_I,
+        doors=_CMP,
+        parse=non_negative_float,
+        metavar="MS",
+    ),
+    JobFlag(
+        "draft", "draft model for speculative decoding", kinds=_I, doors=_PLAN, metavar="MODEL"
+    ),
+    JobFlag(
+        "acceptance",
+        "draft acceptance rate (default 0.7)",
+        kinds=_I,
+        doors=_PLAN,
+        parse=_acceptance,
+        default=0.7,
+        metavar="A",
+    ),
+    JobFlag(
+        "draft-tokens",
+        "draft tokens per step (default 4)",
+        kinds=_I,
+        doors=_PLAN,
+        parse=_positive_int,
+        default=4,
+        metavar="K",
+    ),
+]

@@ -111,9 +111,10 @@ INFER_FLAGS: list[JobFlag] = [
     ),
     JobFlag(
         "engine-max-tokens",
-        "the engine's build-time tokens per forward pass (TensorRT-LLM max_num_tokens, vLLM "
-        "--max-num-batched-tokens); sizes its activation memory and the prompt tokens a pass "
-        "admits; default: as for --engine-max-batch",
+        "the engine's tokens per forward pass (TensorRT-LLM max_num_tokens, vLLM "
+        "--max-num-batched-tokens, SGLang --chunked-prefill-size); sizes its activation memory "
+        "(and so the KV cache) and the prompt tokens a pass admits; default: as for "
+        "--engine-max-batch",
         kinds=_I,
         doors=_PLAN,
         parse=_positive_int,

@@ -201,6 +201,15 @@ def _num_requests(notes: str) -> int | None:
     return int(m.group(1).replace(",", "")) if m else None
 
 
+#: How a row states the engine's token budget per pass (vLLM's command line).
+_MAX_NUM_TOKENS = re.compile(r"--max-num-batched-tokens (\d+)")
+
+
+def _max_num_tokens(notes: str) -> int | None:
+    m = _MAX_NUM_TOKENS.search(notes)
+    return int(m.group(1)) if m else None
+
+
 def _memory_fraction(notes: str) -> float | None:
     m = _MEMORY_FRACTION.search(notes)
     return float(m.group(1)) if m else None
@@ -290,7 +299,7 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
         num_requests=_num_requests(r.get("notes", "")) if continuous else None,
         memory_fraction=_memory_fraction(r.get("notes", "")),
         engine_max_batch=None if sizes is None else sizes[0],
-        engine_max_tokens=None if sizes is None else sizes[1],
+        engine_max_tokens=_max_num_tokens(r.get("notes", "")) if sizes is None else sizes[1],
         # the published run went past the model's context: its engine was built for it
         allow_long_context=isl + osl > _context_tokens(model),
     )

@@ -93,6 +93,18 @@ class EngineProfile:
     #: Which kernels run around an MoE layer's expert GEMMs (router dtype, routing, permute,
     #: reduce): a recipe of ``plan/infer/moe_kernels.py`` ("generic" or "tensorrt-llm").
     moe_kernels: str = "generic"
+    #: What the scheduler does when a running request's next KV slot cannot be allocated:
+    #: "recompute" = it admits requests on their prompt alone and, when the pool is full,
+    #: preempts the newest running request, frees its KV and prefills its prompt and generated
+    #: tokens again later (vLLM: docs "Optimization and Tuning > Preemption", V1 scheduler
+    #: ``self.running.pop()`` / ``num_computed_tokens = 0``; plan/infer/preemption.py);
+    #: "" = not modelled (admission keeps the batch within the KV cache).
+    preemption: str = ""
+    #: Largest all-reduce, bytes, that the engine's custom (one-/two-shot) kernel takes; larger
+    #: ones go to NCCL/RCCL's ring (None: no limit modelled). vLLM's CustomAllreduce is built
+    #: with ``max_size=8192 * 1024`` and ``should_custom_ar`` requires ``inp_size <
+    #: self.max_size`` (vllm/distributed/device_communicators/custom_all_reduce.py).
+    custom_allreduce_max_bytes: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -117,6 +129,8 @@ class EngineProfile:
             "allreduce_policy": self.allreduce_policy,
             "logits_bytes": self.logits_bytes,
             "moe_kernels": self.moe_kernels,
+            "preemption": self.preemption,
+            "custom_allreduce_max_bytes": self.custom_allreduce_max_bytes,
             "source": self.source,
         }
 
@@ -211,6 +225,12 @@ TRTLLM_SLOT_BYTES_PER_VOCAB = (
     (2.66 + 5.76) * GIB - 2048 * 32_768 * TRTLLM_SLOT_BYTES_PER_SEQ_TOKEN
 ) / (2048 * 151_936)
 
+#: vLLM's CustomAllreduce buffer: all-reduces of 8 MiB and more fall back to NCCL/RCCL
+#: (custom_all_reduce.py ``max_size=8192 * 1024``, ``should_custom_ar``: ``inp_size <
+#: self.max_size``); on 8x MI300X RCCL then runs at 241 GB/s busbw for 32 MiB and 274 for 64
+#: MiB (AMD ROCm blog "Understanding RCCL Bandwidth and xGMI Performance on MI300X", 2025-03).
+VLLM_CUSTOM_ALLREDUCE_MAX_BYTES = 8192 * 1024
+
 _TRTLLM_SRC = (
     "TensorRT-LLM docs (C++ runtime with CUDA graphs: per-step host time is sub-millisecond; "
     "custom one-shot all-reduce for small messages; XQA decode-attention kernels; "
@@ -294,6 +314,8 @@ ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
                 max_num_seqs=256,
                 max_num_tokens=8192,
                 source=_VLLM_SRC,
+                preemption="recompute",
+                custom_allreduce_max_bytes=VLLM_CUSTOM_ALLREDUCE_MAX_BYTES,
                 features=(
                     "continuous (iteration-level) batching; PagedAttention KV blocks allocated "
                     "on demand, preempting when full; CUDA graphs for decode; chunked prefill; "

@@ -244,6 +244,9 @@ def allreduce_s(n_bytes: float, tp: int, hw: Hardware, engine: EngineProfile) ->
     ring = collective_time_s("all_reduce", n_bytes, tp, tier)
     if spans or tp > max(1, hw.scaleup_domain):
         return ring
+    limit = engine.custom_allreduce_max_bytes
+    if limit is not None and n_bytes >= limit:
+        return ring  # beyond the custom kernel's buffer: NCCL/RCCL
     bw = tier.bw_for("all_reduce") * GB
     one_shot = engine.allreduce_latency_s + (tp - 1) * n_bytes / bw
     if engine.allreduce_policy == "trtllm":

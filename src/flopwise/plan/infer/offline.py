@@ -241,7 +241,9 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
         raise FlopwiseError(fit_suggestion(ctx.spec, ctx.hw, job))
     cap = fit if job.batch is None else min(job.batch, fit)
     budget = ctx.engine.max_num_tokens or (cap + job.input_len)
-    run = simulate(pass_time(ctx), per_replica, cap, job.input_len, job.output_len, max(budget, 1))
+    run, preempted = _run(ctx, per_replica, cap, max(budget, 1))
+    if preempted is not None:
+        cap = min(cap, fit)  # the memory plan below: the pool is full
     running = max(1.0, run.mean_running)
     step = decode_phase(ctx, running, prefill_per_step=running * job.input_len / job.output_len)
     mfu, mbu, peak, bw = utilisation(ctx, running, job.output_len * step.time_s, step)
@@ -262,7 +264,7 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
         tpot_s=run.mean_tpot_s if job.output_len > 1 else step.time_s,
         e2e_latency_s=run.mean_latency_s,
         output_tokens_per_s=total_tokens / run.makespan_s if run.makespan_s > 0 else 0.0,
-        memory=replace(continuous_memory(ctx, run.concurrency), max_batch=fit),
+        memory=replace(continuous_memory(ctx, min(run.concurrency, cap)), max_batch=fit),
         prefill=prefill_phase(ctx, 1),
         decode=step,
         peak_bw_gbps=bw,
@@ -278,13 +280,55 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
             f"{budget:,} tokens; {run.mean_running:,.0f} decode on average over the run "
             "(ramp-up and drain included); TTFT and latency include the wait in the queue",
             *build_note(build),
+            *_preemption_note(preempted),
         ),
     )
     cost = None
     if job.price_per_gpu_hour is not None:
         cost = job.price_per_gpu_hour * job.gpus * run.makespan_s / 3600.0
-    extras: dict[str, Any] = {"offline": {**run.to_dict(), "cost_usd": cost}}
+    offline: dict[str, Any] = {**run.to_dict(), "cost_usd": cost}
+    if preempted is not None:
+        offline["preemption"] = preempted.to_dict()
+    extras: dict[str, Any] = {"offline": offline}
     if build is not None:
         extras["engine_max_batch_size"] = build.max_batch_size
         extras["engine_max_num_tokens"] = build.max_num_tokens
     return replace(plan, extras=extras)
+
+
+def _run(ctx: Any, per_replica: int, cap: int, budget: int) -> tuple[OfflineRun, Any]:
+    """The replica's run, and what preemption cost it (None: no preemption can happen).
+
+    An engine that admits on the prompt and preempts by recompute (vLLM) runs every request it
+    is allowed at once (--batch / its max_num_seqs); when they would outgrow its KV pool at their
+    full length it is simulated with preemption (``preemption.py``), else as below.
+    """
+    from flopwise.plan.infer.preemption import (
+        RECOMPUTE,
+        kv_capacity_tokens,
+        simulate_preempting,
+    )
+
+    job = ctx.job
+    step_time = pass_time(ctx)
+    if ctx.engine.preemption == RECOMPUTE:
+        allowed = job.batch if job.batch is not None else ctx.engine.max_num_seqs
+        seqs = min(per_replica, allowed or per_replica)
+        kv = kv_capacity_tokens(ctx, seqs)
+        if kv is not None and seqs * (job.input_len + job.output_len) > kv:
+            return simulate_preempting(
+                step_time, per_replica, seqs, job.input_len, job.output_len, budget, kv
+            )
+    run = simulate(step_time, per_replica, cap, job.input_len, job.output_len, budget)
+    return run, None
+
+
+def _preemption_note(p: Any) -> tuple[str, ...]:
+    if p is None:
+        return ()
+    return (
+        f"KV pool of {p.kv_capacity_tokens:,.0f} tokens per replica < {p.peak_demand_tokens:,.0f}"
+        f" at full length: {p.preemptions:,} preemptions by recompute re-prefill "
+        f"{p.recomputed_tokens:,} tokens (the engine admits on the prompt and preempts the "
+        "newest request when a step's KV slots cannot be allocated)",
+    )

@@ -52,6 +52,32 @@ class OfflineRun:
     mean_running: float  # time-weighted sequences in the decode batch
     passes: int
 
+    @classmethod
+    def from_totals(
+        cls,
+        num_requests: int,
+        concurrency: int,
+        makespan_s: float,
+        output_len: int,
+        sums: tuple[float, float, float, float],
+        passes: int,
+    ) -> OfflineRun:
+        """The run from a simulation's running sums: (TTFT, TPOT, latency) summed over requests
+        and the time integral of the decode batch."""
+        ttft_sum, tpot_sum, latency_sum, running_area = sums
+        n = num_requests
+        return cls(
+            num_requests=n,
+            concurrency=min(concurrency, n),
+            makespan_s=makespan_s,
+            output_tokens=n * output_len,
+            mean_ttft_s=ttft_sum / n,
+            mean_tpot_s=tpot_sum / n if output_len > 1 else 0.0,
+            mean_latency_s=latency_sum / n,
+            mean_running=running_area / makespan_s if makespan_s > 0 else 0.0,
+            passes=passes,
+        )
+
     @property
     def output_tokens_per_s(self) -> float:
         return self.output_tokens / self.makespan_s if self.makespan_s > 0 else 0.0
@@ -145,18 +171,8 @@ def simulate(
             active -= count
             latency_sum += count * now
             tpot_sum += count * (now - first) / (output_len - 1)
-    n = num_requests
-    return OfflineRun(
-        num_requests=n,
-        concurrency=min(concurrency, n),
-        makespan_s=now,
-        output_tokens=n * output_len,
-        mean_ttft_s=ttft_sum / n,
-        mean_tpot_s=tpot_sum / n if output_len > 1 else 0.0,
-        mean_latency_s=latency_sum / n,
-        mean_running=running_area / now if now > 0 else 0.0,
-        passes=step,
-    )
+    sums = (ttft_sum, tpot_sum, latency_sum, running_area)
+    return OfflineRun.from_totals(num_requests, concurrency, now, output_len, sums, step)
 
 
 def grid_interpolated(exact: StepTime, exact_prompt_unit: int = 1) -> StepTime:

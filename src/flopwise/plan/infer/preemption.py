@@ -233,17 +233,8 @@ def simulate_preempting(
             if output_len > 1:
                 tpot_sum += done.count * (now - done.first_s) / (output_len - 1)
     n = num_requests
-    run = OfflineRun(
-        num_requests=n,
-        concurrency=min(max_seqs, n),
-        makespan_s=now,
-        output_tokens=n * output_len,
-        mean_ttft_s=ttft_sum / n,
-        mean_tpot_s=tpot_sum / n if output_len > 1 else 0.0,
-        mean_latency_s=latency_sum / n,
-        mean_running=running_area / now if now > 0 else 0.0,
-        passes=step,
-    )
+    sums = (ttft_sum, tpot_sum, latency_sum, running_area)
+    run = OfflineRun.from_totals(n, max_seqs, now, output_len, sums, step)
     stats = Preemption(
         kv_capacity_tokens=kv_tokens,
         peak_demand_tokens=float(min(max_seqs, n) * (input_len + output_len)),

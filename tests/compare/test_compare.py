@@ -264,6 +264,19 @@ def test_infer_rows_are_the_inference_planners_numbers() -> None:
     assert "total_ms" not in p5["breakdown"] and "total_gib" not in p5["memory_breakdown"]
 
 
+def test_infer_engine_sizes_reach_every_offer() -> None:
+    # an engine built with 64 sequence slots runs at most 64 at once on every offer: the
+    # --engine-max-batch of `plan infer` means the same in `compare infer`
+    model = load_model("llama-3.1-8b")
+    offers = from_offers(providers=["aws"])
+    free = compare_infer(model, CompareInferJob(batch=None, tp=1), offers).to_dict()
+    sized = compare_infer(
+        model, CompareInferJob(batch=None, tp=1, engine_max_batch=64), offers
+    ).to_dict()
+    assert max(r["batch"] for r in free["rows"]) > 64
+    assert sized["rows"] and all(r["batch"] <= 64 for r in sized["rows"])
+
+
 def test_infer_batch_max_and_fixed_tp_cli() -> None:
     proc = run_cli(
         "compare",

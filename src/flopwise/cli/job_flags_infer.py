@@ -105,7 +105,6 @@ INFER_FLAGS: list[JobFlag] = [
         "--max-num-seqs); sizes its per-slot runtime/decoder buffers and caps the running "
         "requests; default: the engine's, or as trtllm-bench build --dataset picks it",
         kinds=_I,
-        doors=_PLAN,
         parse=_positive_int,
         metavar="N",
     ),
@@ -116,7 +115,6 @@ INFER_FLAGS: list[JobFlag] = [
         "(and so the KV cache) and the prompt tokens a pass admits; default: as for "
         "--engine-max-batch",
         kinds=_I,
-        doors=_PLAN,
         parse=_positive_int,
         metavar="N",
     ),

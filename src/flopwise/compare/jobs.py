@@ -118,6 +118,9 @@ class CompareInferJob:
     memory_fraction: float | None = None
     #: Plan sequences past the model's context (see plan.infer.InferJob.allow_long_context).
     allow_long_context: bool = False
+    #: The engine's build sizes (see plan.infer.InferJob.engine_max_batch); None: its default.
+    engine_max_batch: int | None = None
+    engine_max_tokens: int | None = None
 
     @property
     def batch_rule(self) -> str:

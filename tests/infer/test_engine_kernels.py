@@ -7,7 +7,15 @@ import pytest
 
 from flopwise.hardware import hardware_from_catalog
 from flopwise.plan.infer.constants import get_engine
-from flopwise.plan.infer.latency import _moe_routing, make_rates
+from flopwise.plan.infer.latency import make_rates
+from flopwise.plan.infer.moe_kernels import routing_cost
+
+
+def _moe_routing(tokens: float, rows: float, hidden: int, r) -> float:  # type: ignore[no-untyped-def]
+    """Seconds of the generic recipe's memory-bound routing kernels (permute and reduce)."""
+    return routing_cost(
+        "generic", tokens, rows, hidden, 0, r.act_bytes, None, r.bw_bytes_s
+    ).memory_s
 
 
 def _rates():  # type: ignore[no-untyped-def]
@@ -18,8 +26,8 @@ def _rates():  # type: ignore[no-untyped-def]
 def test_routing_moves_each_token_once_in_and_out_and_each_routed_row_twice() -> None:
     r = _rates()
     tokens, hidden = 1000.0, 4096
-    top2 = _moe_routing(tokens, 2 * tokens, hidden, r).activations_s
-    top8 = _moe_routing(tokens, 8 * tokens, hidden, r).activations_s
+    top2 = _moe_routing(tokens, 2 * tokens, hidden, r)
+    top8 = _moe_routing(tokens, 8 * tokens, hidden, r)
     # permute reads the token and writes its k rows; finalize reads the k rows and writes the
     # token: (1 + k) 16-bit hidden states each way
     assert top8 / top2 == pytest.approx((1 + 8) / (1 + 2))
@@ -29,8 +37,8 @@ def test_routing_moves_each_token_once_in_and_out_and_each_routed_row_twice() ->
 
 def test_expert_parallel_ranks_move_only_their_rows() -> None:
     r = _rates()
-    whole = _moe_routing(1000.0, 2000.0, 4096, r).activations_s
-    ep4 = _moe_routing(1000.0, 500.0, 4096, r).activations_s
+    whole = _moe_routing(1000.0, 2000.0, 4096, r)
+    ep4 = _moe_routing(1000.0, 500.0, 4096, r)
     assert ep4 < whole
     assert ep4 / whole == pytest.approx((1000 + 500) / (1000 + 2000))
 

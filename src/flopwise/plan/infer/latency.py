@@ -324,14 +324,6 @@ def _mlp(
     return out
 
 
-def _moe_routing(tokens: float, rows: float, hidden: int, r: Rates) -> Breakdown:
-    """The generic recipe's routing kernels (moe_kernels.py): the top-k gating softmax, the
-    permute that copies each token's hidden state into one row per chosen expert (``rows`` on
-    this rank) and the reduce that sums them back weighted into one row per token."""
-    c = routing_cost("generic", tokens, rows, hidden, 0, r.act_bytes, None, r.bw_bytes_s)
-    return Breakdown(activations_s=c.memory_s, overhead_s=c.overhead_s)
-
-
 def _elementwise(sh: Shard, p: Pass, r: Rates) -> Breakdown:
     """Norms, rotary, residual adds and the activation: memory-bound, a few launches."""
     h = sh.spec.hidden

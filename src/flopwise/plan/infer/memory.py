@@ -61,6 +61,23 @@ def usable_bytes(engine: EngineProfile, device_bytes: float | None, fixed: float
     return device_bytes * engine.memory_fraction
 
 
+def engine_fixed_bytes(
+    sh: Shard,
+    engine: EngineProfile,
+    act_bytes: float,
+    seq_tokens: float,
+    slot_seqs: int | None = None,
+    extra_weights_bytes: float = 0.0,
+) -> tuple[float, float]:
+    """(fixed bytes, of which per-slot buffers) one GPU holds before its KV cache: weights, the
+    runtime reserve, the engine's largest forward pass's activations (max_num_tokens) and the
+    buffers the runtime sizes per sequence slot (`slot_seqs`, default the engine's)."""
+    slots = slot_buffer_bytes(engine, sh.spec.vocab, slot_seqs, seq_tokens)
+    largest = workspace_bytes(sh, engine.max_num_tokens, 0, act_bytes)
+    weights = sh.weights_per_gpu_bytes() + extra_weights_bytes
+    return weights + RUNTIME_RESERVED_BYTES + largest + slots, slots
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryPlan:
     """Bytes per GPU of the fullest rank, and what fits."""
@@ -132,12 +149,12 @@ def plan_memory(
     per_seq = kv_bytes_per_seq_per_gpu(sh, kv_tokens_per_seq or seq_tokens) + extra_kv_per_seq_bytes
     weights = sh.weights_per_gpu_bytes() + extra_weights_bytes
     tokens = min(pass_tokens, engine.max_num_tokens)
-    slots = slot_buffer_bytes(engine, sh.spec.vocab, slot_seqs, seq_tokens)
+    # a large batch fills the engine's largest forward pass: the fixed part is sized for it
+    fixed, slots = engine_fixed_bytes(
+        sh, engine, act_bytes, seq_tokens, slot_seqs, extra_weights_bytes
+    )
     # logits of the running sequences, unless the runtime holds them per slot already
     work = workspace_bytes(sh, tokens, 0 if slots else batch, act_bytes)
-    # a large batch fills the engine's largest forward pass: size the workspace for it
-    largest = workspace_bytes(sh, engine.max_num_tokens, 0, act_bytes)
-    fixed = weights + RUNTIME_RESERVED_BYTES + largest + slots
     usable = usable_bytes(engine, device_bytes, fixed)
     max_batch = None
     if usable is not None:

@@ -97,6 +97,13 @@ class OfflineRun:
         }
 
 
+def require_positive(**values: int) -> None:
+    """One-line error for the first simulation size below 1."""
+    for name, value in values.items():
+        if value < 1:
+            raise FlopwiseError(f"offline batch: {name} must be >= 1, got {value}")
+
+
 def simulate(
     step_time: StepTime,
     num_requests: int,
@@ -115,15 +122,13 @@ def simulate(
     (chunked prefill). A request's first token comes out of the pass that ends its prompt; it
     then decodes output_len - 1 more passes and leaves.
     """
-    for name, value in (
-        ("num_requests", num_requests),
-        ("concurrency", concurrency),
-        ("input_len", input_len),
-        ("output_len", output_len),
-        ("token_budget", token_budget),
-    ):
-        if value < 1:
-            raise FlopwiseError(f"offline batch: {name} must be >= 1, got {value}")
+    require_positive(
+        num_requests=num_requests,
+        concurrency=concurrency,
+        input_len=input_len,
+        output_len=output_len,
+        token_budget=token_budget,
+    )
     queue, active, step, now = num_requests, 0, 0, 0.0
     chunk_left = 0  # prompt tokens still to prefill of the one request being chunked
     cohorts: deque[tuple[int, int, float]] = deque()  # (last pass index, count, first token s)
@@ -258,8 +263,6 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
     cap = fit if job.batch is None else min(job.batch, fit)
     budget = ctx.engine.max_num_tokens or (cap + job.input_len)
     run, preempted = _run(ctx, per_replica, cap, max(budget, 1))
-    if preempted is not None:
-        cap = min(cap, fit)  # the memory plan below: the pool is full
     running = max(1.0, run.mean_running)
     step = decode_phase(ctx, running, prefill_per_step=running * job.input_len / job.output_len)
     mfu, mbu, peak, bw = utilisation(ctx, running, job.output_len * step.time_s, step)
@@ -280,6 +283,7 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
         tpot_s=run.mean_tpot_s if job.output_len > 1 else step.time_s,
         e2e_latency_s=run.mean_latency_s,
         output_tokens_per_s=total_tokens / run.makespan_s if run.makespan_s > 0 else 0.0,
+        # a preempting run admits more than fit at once; the memory plan holds what fits
         memory=replace(continuous_memory(ctx, min(run.concurrency, cap)), max_batch=fit),
         prefill=prefill_phase(ctx, 1),
         decode=step,

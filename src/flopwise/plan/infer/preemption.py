@@ -34,12 +34,11 @@ from typing import Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.plan.infer.memory import (
+    engine_fixed_bytes,
     kv_bytes_per_seq_per_gpu,
     usable_bytes,
-    workspace_bytes,
 )
-from flopwise.plan.infer.offline import OfflineRun, StepTime
-from flopwise.plan.infer.trtllm_build import slot_buffer_bytes
+from flopwise.plan.infer.offline import OfflineRun, StepTime, require_positive
 
 #: What EngineProfile.preemption names for an engine that admits on the prompt and, when the KV
 #: pool is full, preempts the newest running request and recomputes it later.
@@ -73,18 +72,13 @@ def kv_capacity_tokens(ctx: Any, max_seqs: int) -> float | None:
     on one GPU (sliding-window layers averaged over a whole request).
     """
     sh, job, engine = ctx.shard, ctx.job, ctx.engine
-    weights = sh.weights_per_gpu_bytes()
-    from flopwise.plan.infer.constants import RUNTIME_RESERVED_BYTES
-
-    slots = slot_buffer_bytes(engine, sh.spec.vocab, None)
-    largest = workspace_bytes(sh, engine.max_num_tokens, 0, ctx.rates.act_bytes)
-    fixed = weights + RUNTIME_RESERVED_BYTES + largest + slots
+    seq = job.input_len + job.output_len
+    fixed, slots = engine_fixed_bytes(sh, engine, ctx.rates.act_bytes, seq)
     usable = usable_bytes(engine, ctx.hw.memory_bytes, fixed)
     if usable is None:
         return None
     logits = 0.0 if slots else max_seqs * sh.logits_out * 4.0
     free = usable - fixed - logits
-    seq = job.input_len + job.output_len
     per_token = kv_bytes_per_seq_per_gpu(sh, seq) / seq / sh.attn_dp
     return max(0.0, free / per_token) if per_token > 0 else None
 
@@ -126,15 +120,13 @@ def simulate_preempting(
     pass has `token_budget` room (decode tokens count against it). A prompt longer than a pass
     can hold joins alone. `step_time(decoding, prompt_tokens)` times the pass.
     """
-    for name, value in (
-        ("num_requests", num_requests),
-        ("max_seqs", max_seqs),
-        ("input_len", input_len),
-        ("output_len", output_len),
-        ("token_budget", token_budget),
-    ):
-        if value < 1:
-            raise FlopwiseError(f"offline batch: {name} must be >= 1, got {value}")
+    require_positive(
+        num_requests=num_requests,
+        max_seqs=max_seqs,
+        input_len=input_len,
+        output_len=output_len,
+        token_budget=token_budget,
+    )
     if input_len + output_len > kv_tokens:
         raise FlopwiseError(
             f"offline batch: one request of {input_len + output_len:,} tokens does not fit the "
@@ -153,7 +145,6 @@ def simulate_preempting(
     base = 0  # sum over running cohorts of count x (prompt - start): held(step) = base + step x n
     preemptions = recomputed = 0
     ttft_sum = tpot_sum = latency_sum = running_area = 0.0
-    peak_running = 0
     while waiting or running:
         # 1. every running request takes a slot for this pass; preempt the newest while full
         while running and base + step * n_running > kv_tokens:
@@ -201,7 +192,6 @@ def simulate_preempting(
             free -= k * prompt
             room -= k * prompt
             prompt_tokens += k * prompt
-        peak_running = max(peak_running, n_running)
         # 3. time the pass, or a run of identical passes when nobody joins or is preempted
         passes = 1
         if not admitted and running:

@@ -24,12 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from flopwise.cli._args import add_db, add_json, typed
-from flopwise.cli.job_flags import (
+from flopwise.cli.job_flag import (
     ACTIVATION_DTYPES,
     BOOL,
     DOORS,
     FLAG,
-    JOB_FLAGS,
     KINDS,
     KV_DTYPES,
     TRAIN_DTYPES,
@@ -37,6 +36,7 @@ from flopwise.cli.job_flags import (
     JobFlag,
     _csv_list,
 )
+from flopwise.cli.job_flags import JOB_FLAGS
 from flopwise.errors import FlopwiseError
 
 __all__ = [

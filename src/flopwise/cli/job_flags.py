@@ -10,43 +10,9 @@ its doors. ``JobFlag`` and the shared parsers live in cli/job_flag.py.
 from __future__ import annotations
 
 from flopwise.cli._args import non_negative_float
-from flopwise.cli.job_flag import (
-    _CMP,
-    _GOODPUT,
-    ACTIVATION_DTYPES,
-    BOOL,
-    DOORS,
-    FLAG,
-    KINDS,
-    KV_DTYPES,
-    TRAIN_DTYPES,
-    WEIGHT_DTYPES,
-    JobFlag,
-    _csv_list,
-    _measured,
-)
+from flopwise.cli.job_flag import _CMP, FLAG, JobFlag, _csv_list, _measured
 from flopwise.cli.job_flags_infer import INFER_FLAGS
 from flopwise.cli.job_flags_train import GOODPUT_FLAGS, TRAIN_FLAGS
-
-__all__ = [
-    "ACTIVATION_DTYPES",
-    "BOOL",
-    "DOORS",
-    "FLAG",
-    "GOODPUT_FLAGS",
-    "INFER_FLAGS",
-    "JOB_FLAGS",
-    "KINDS",
-    "KV_DTYPES",
-    "TRAIN_DTYPES",
-    "TRAIN_FLAGS",
-    "WEIGHT_DTYPES",
-    "_CMP",
-    "_GOODPUT",
-    "JobFlag",
-    "_csv_list",
-    "_measured",
-]
 
 #: The hardware of a plan (in compare: narrows the candidates).
 _HARDWARE: list[JobFlag] = [

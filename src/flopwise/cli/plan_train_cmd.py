@@ -150,7 +150,8 @@ def train_plan_from_args(
 
 def _refuse_goodput_flags(args: argparse.Namespace) -> None:
     """--mfu skips the step-time model and the goodput layered on it: say so, never ignore."""
-    from flopwise.cli.job_flags import _GOODPUT, JOB_FLAGS
+    from flopwise.cli.job_flag import _GOODPUT
+    from flopwise.cli.job_flags import JOB_FLAGS
     from flopwise.errors import FlopwiseError
 
     given = [

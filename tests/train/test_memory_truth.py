@@ -24,6 +24,9 @@ from flopwise.validate.memory import UNRESOLVED_MISFITS, llama3_405b_row, valida
 from flopwise.validate.train_rows import load_training_runs
 from flopwise.workload.hf import load_model
 
+#: what the catalog says one H100 SXM can hold (what CUDA lets a process allocate)
+_H100_GIB = hardware_from_catalog("h100-sxm").memory_bytes / GIB  # type: ignore[operator]
+
 DATA = Path(__file__).parent / "data" / "torchtitan_peak_memory.csv"
 
 
@@ -40,7 +43,7 @@ def test_llama3_405b_layout_fits_an_80gb_h100() -> None:
     # checkpointing on 80 GB H100s. Before issue 10 the model said 87-92 GiB.
     row = llama3_405b_row()
     assert row.fits is True
-    assert row.predicted_gib <= 79.65
+    assert row.predicted_gib <= _H100_GIB
 
 
 def test_every_published_gpu_layout_in_the_package_fits() -> None:
@@ -130,22 +133,22 @@ def test_search_leaves_the_default_headroom() -> None:
         TrainJob(gpus=512, seq_len=4096, global_batch_seqs=1024, tokens=15e12),
     )
     doc = plan.to_dict()
-    assert doc["memory_headroom_gib"] == pytest.approx(0.05 * 79.65)
-    assert doc["memory_margin_gib"] >= 0.05 * 79.65
-    assert doc["memory_per_gpu_gib"] <= 0.95 * 79.65
+    assert doc["memory_headroom_gib"] == pytest.approx(0.05 * _H100_GIB)
+    assert doc["memory_margin_gib"] >= 0.05 * _H100_GIB
+    assert doc["memory_per_gpu_gib"] <= 0.95 * _H100_GIB
 
 
 def test_headroom_is_configurable_and_fixed_layouts_use_capacity() -> None:
     model, hw = load_model("llama-3.1-8b"), hardware_from_catalog("h100-sxm")
     big = TrainJob(gpus=8, seq_len=4096, global_batch_seqs=64, memory_headroom_gib=40.0)
     plan = plan_training(model, hw, big)
-    assert plan.best.memory.total / GIB <= 79.65 - 40.0
+    assert plan.best.memory.total / GIB <= _H100_GIB - 40.0
     fixed = LayoutConstraints(
         tp=1, pp=1, dp=8, cp=1, microbatch=1, recompute="full", zero=1, sequence_parallel=False
     )
     pinned = plan_training(model, hw, big, fixed).to_dict()
     assert pinned["memory_headroom_gib"] == 0.0
-    assert pinned["memory_margin_gib"] == pytest.approx(79.65 - pinned["memory_per_gpu_gib"])
+    assert pinned["memory_margin_gib"] == pytest.approx(_H100_GIB - pinned["memory_per_gpu_gib"])
 
 
 def test_cli_memory_headroom_flag_and_margin_in_both_views() -> None:

@@ -31,9 +31,10 @@ V061_H100 = [
 def test_trtllm_v061_h100_fp8_throughput_within_15pct(
     model: str, tp: int, batch: int, isl: int, osl: int, per_gpu: float
 ) -> None:
+    # v0.6.1 predates FP8 context FMHA (use_fp8_context_fmha): 16-bit prefill attention
     job = InferJob(
         input_len=isl, output_len=osl, batch=batch, tp=tp, weight_dtype="fp8", kv_dtype="fp8",
-        engine="tensorrt-llm",
+        engine="tensorrt-llm", fp8_context_attention=False,
     )  # fmt: skip
     plan = plan_inference(load_model(model), hardware_from_catalog("h100-sxm"), job)
     assert plan.fits is True
@@ -58,7 +59,7 @@ def test_trtllm_first_token_latency_2048_within_15pct(
 ) -> None:
     job = InferJob(
         input_len=2048, output_len=1, batch=1, tp=tp, weight_dtype=dtype, kv_dtype=dtype,
-        engine="tensorrt-llm",
+        engine="tensorrt-llm", fp8_context_attention=False,  # v0.5: no FP8 context FMHA
     )  # fmt: skip
     plan = plan_inference(load_model(model), hardware_from_catalog(acc), job)
     assert plan.ttft_s * 1e3 == pytest.approx(ttft_ms, rel=0.15)

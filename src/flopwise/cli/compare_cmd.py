@@ -163,6 +163,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
         num_requests=args.num_requests,
         memory_fraction=args.memory_fraction,
         allow_long_context=args.allow_long_context,
+        fp8_context_attention=args.fp8_context_attention,
         engine_max_batch=args.engine_max_batch,
         engine_max_tokens=args.engine_max_tokens,
     )

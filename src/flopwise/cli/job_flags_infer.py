@@ -8,6 +8,7 @@ from flopwise.cli.job_flag import (
     _I,
     _PLAN,
     ACTIVATION_DTYPES,
+    BOOL,
     FLAG,
     KV_DTYPES,
     WEIGHT_DTYPES,
@@ -98,6 +99,13 @@ INFER_FLAGS: list[JobFlag] = [
         kinds=_I,
         action=FLAG,
         default=False,
+    ),
+    JobFlag(
+        "fp8-context-attention",
+        "with FP8 quantization, run prefill attention in FP8 (TensorRT-LLM use_fp8_context_fmha: "
+        "on in trtllm-bench builds, off by default in trtllm-build); default: the engine's",
+        kinds=_I,
+        action=BOOL,
     ),
     JobFlag(
         "engine-max-batch",

@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         engine_max_batch=args.engine_max_batch,
         engine_max_tokens=args.engine_max_tokens,
         allow_long_context=args.allow_long_context,
+        fp8_context_attention=args.fp8_context_attention,
     )
     hw_doc = {
         "id": hw.id,

@@ -118,6 +118,8 @@ class CompareInferJob:
     memory_fraction: float | None = None
     #: Plan sequences past the model's context (see plan.infer.InferJob.allow_long_context).
     allow_long_context: bool = False
+    #: FP8 prefill attention with FP8 quantization (see plan.infer.InferJob); None: the engine's
+    fp8_context_attention: bool | None = None
     #: The engine's build sizes (see plan.infer.InferJob.engine_max_batch); None: its default.
     engine_max_batch: int | None = None
     engine_max_tokens: int | None = None

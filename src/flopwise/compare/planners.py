@@ -149,6 +149,7 @@ def infer_estimate(
             num_requests=job.num_requests,
             memory_fraction=job.memory_fraction,
             allow_long_context=job.allow_long_context,
+            fp8_context_attention=job.fp8_context_attention,
             engine_max_batch=job.engine_max_batch,
             engine_max_tokens=job.engine_max_tokens,
         ),

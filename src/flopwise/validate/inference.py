@@ -82,6 +82,7 @@ def _plan_row(
         engine_max_batch=row.engine_max_batch,
         engine_max_tokens=row.engine_max_tokens,
         allow_long_context=row.allow_long_context,
+        fp8_context_attention=row.fp8_context_attention,
     )
     engine = replace(get_engine(engine_name), fp8_gemm_fraction=fraction)
     spec, hw = inputs(row)

@@ -128,6 +128,8 @@ class PosedRow:
     engine_max_tokens: int | None = None
     #: the source ran sequences longer than the model's context (--allow-long-context)
     allow_long_context: bool = False
+    #: the source's FP8 engine ran 16-bit context attention (--no-fp8-context-attention)
+    fp8_context_attention: bool | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -157,7 +159,16 @@ class PosedRow:
             parts += ["--engine-max-tokens", str(self.engine_max_tokens)]
         if self.allow_long_context:
             parts += ["--allow-long-context"]
+        if self.fp8_context_attention is False:
+            parts += ["--no-fp8-context-attention"]
         return " ".join(parts)
+
+
+#: Families whose FP8 engines ran 16-bit context attention: the 0.9.0 performance doc's
+#: reproduction commands build with ``trtllm-build ... --context_fmha enable`` and no
+#: ``--use_fp8_context_fmha`` (off by default in PluginConfig), and the v0.5.0 H200 launch blog
+#: predates that option. trtllm-bench (0.12 onward: the perf-overview families) turns it on.
+FP16_CONTEXT_FMHA: frozenset[str] = frozenset({"trtllm05", "trtllm09"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,6 +313,7 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
         engine_max_tokens=_max_num_tokens(r.get("notes", "")) if sizes is None else sizes[1],
         # the published run went past the model's context: its engine was built for it
         allow_long_context=isl + osl > _context_tokens(model),
+        fp8_context_attention=False if fam in FP16_CONTEXT_FMHA and prec[0] == "fp8" else None,
     )
 
 

@@ -105,6 +105,12 @@ class EngineProfile:
     #: with ``max_size=8192 * 1024`` and ``should_custom_ar`` requires ``inp_size <
     #: self.max_size`` (vllm/distributed/device_communicators/custom_all_reduce.py).
     custom_allreduce_max_bytes: float | None = None
+    #: Whether the engine's prefill (context) attention runs in FP8 when the model is FP8-
+    #: quantized: ``trtllm-bench build`` turns on ``use_fp8_context_fmha`` (with paged context
+    #: FMHA) for FP8 and NVFP4 quantization (tensorrt_llm/bench/build/build.py, from the 0.12-era
+    #: builder through the 0.17+ LLM-API builder), so the published FP8 tables ran FP8 context
+    #: attention; the rate is then FP8_ATTENTION_SPEEDUP x the 16-bit one.
+    fp8_context_attention: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -131,6 +137,7 @@ class EngineProfile:
             "moe_kernels": self.moe_kernels,
             "preemption": self.preemption,
             "custom_allreduce_max_bytes": self.custom_allreduce_max_bytes,
+            "fp8_context_attention": self.fp8_context_attention,
             "source": self.source,
         }
 
@@ -178,6 +185,12 @@ RIDGE_SMOOTHING_P = 3.0
 #: i.e. it would absorb errors that are not GEMM rate (KV capacity, PCIe all-reduce, MoE
 #: kernels), so it is not shipped.
 FP8_GEMM_FRACTION = 0.75
+
+#: Rate of FP8 fused attention relative to the same kernel family in 16-bit on Hopper:
+#: FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608, abstract and §4.1) reaches "up to 740
+#: TFLOPs/s" in FP16 and "close to 1.2 PFLOPs/s" in FP8 on H100 SXM5: 1200 / 740 = 1.62. Used
+#: for engines whose prefill attention runs FP8 (EngineProfile.fp8_context_attention).
+FP8_ATTENTION_SPEEDUP = 1200.0 / 740.0
 
 #: Bytes of all-reduced activations per element: engines reduce in bf16/fp16 even with fp8 GEMMs
 #: (TensorRT-LLM and vLLM custom all-reduce kernels operate on 16-bit tensors).
@@ -294,6 +307,7 @@ ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
                 allreduce_policy="trtllm",
                 logits_bytes=4.0,
                 moe_kernels="tensorrt-llm",
+                fp8_context_attention=True,
                 features=(
                     "in-flight batching in the C++ batch manager (context and generation "
                     "requests in one forward pass); paged KV cache; GUARANTEED_NO_EVICT "

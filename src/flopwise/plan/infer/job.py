@@ -75,6 +75,9 @@ class InferJob:
     #: built with a larger --max_seq_len and vLLM with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; rotary
     #: and ALiBi models run, a learned position table cannot
     allow_long_context: bool = False
+    #: prefill attention in FP8 when the model is FP8-quantized (TensorRT-LLM
+    #: use_fp8_context_fmha); None: the engine profile's (EngineProfile.fp8_context_attention)
+    fp8_context_attention: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("input_len", "output_len", "tp", "pp", "replicas", "ep"):
@@ -161,6 +164,7 @@ class InferJob:
             "price_per_gpu_hour": self.price_per_gpu_hour,
             "engine_max_batch": self.engine_max_batch,
             "engine_max_tokens": self.engine_max_tokens,
+            "fp8_context_attention": self.fp8_context_attention,
         }
 
 

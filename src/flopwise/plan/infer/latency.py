@@ -22,6 +22,7 @@ from flopwise.plan.gemm import compute_efficiency, shape_correction
 from flopwise.plan.infer.constants import (
     ALLREDUCE_ELEMENT_BYTES,
     ELEMENTWISE_KERNELS_PER_LAYER,
+    FP8_ATTENTION_SPEEDUP,
     RIDGE_SMOOTHING_P,
     TRTLLM_ALLREDUCE_ONESHOT_BELOW,
     EngineProfile,
@@ -137,6 +138,8 @@ def make_rates(hw: Hardware, engine: EngineProfile, act_dtype: str, weight_dtype
     gemm *= engine.fp8_gemm_fraction if act_dtype == "fp8" else engine.gemm_fraction
     attn_dtype = "bf16" if ("bf16" in hw.matmul_tflops or "bf16" in hw.peak_tflops) else act_dtype
     attn = achievable_matmul_tflops(hw, attn_dtype) * TERA * engine.prefill_attention_fraction
+    if act_dtype == "fp8" and engine.fp8_context_attention:
+        attn *= FP8_ATTENTION_SPEEDUP  # FP8 context FMHA (trtllm-bench's FP8 builds)
     bw = memory_bw_bytes_per_s(hw)
     return Rates(
         gemm_flops_s=gemm,

@@ -80,6 +80,8 @@ def make_context(
     if job.memory_fraction is not None:
         engine = replace(engine, memory_fraction=job.memory_fraction)
     engine = with_engine_sizes(engine, job.engine_max_batch, job.engine_max_tokens)
+    if job.fp8_context_attention is not None:
+        engine = replace(engine, fp8_context_attention=job.fp8_context_attention)
     precision = resolve_precision(job, hw)
     if (job.ep > 1 or job.attention_dp) and not spec.is_moe:
         raise FlopwiseError(

@@ -49,3 +49,13 @@ def test_cli_flag_reaches_the_job_and_the_engine() -> None:
     doc = json.loads(done.stdout)
     assert doc["job"]["fp8_context_attention"] is False
     assert doc["engine"]["fp8_context_attention"] is False
+
+
+def test_compare_states_the_switch_in_its_job() -> None:
+    argv = ["compare", "infer", "llama-3.1-8b", "--accelerators", "h100-sxm", "--weight-dtype"]
+    argv += ["fp8", "--engine", "tensorrt-llm", "--no-fp8-context-attention", "--json"]
+    done = run_cli(*argv)
+    assert done.returncode == 0, done.stderr
+    job = json.loads(done.stdout)["job"]
+    assert job["fp8_context_attention"] is False
+    assert job["allow_long_context"] is False

@@ -178,5 +178,9 @@ class CompareInferJob:
             "target_ttft_ms": self.target_ttft_ms,
             "num_requests": self.num_requests,
             "memory_fraction": self.memory_fraction,
+            "allow_long_context": self.allow_long_context,
+            "fp8_context_attention": self.fp8_context_attention,
+            "engine_max_batch": self.engine_max_batch,
+            "engine_max_tokens": self.engine_max_tokens,
             "batch_rule": self.batch_rule,
         }

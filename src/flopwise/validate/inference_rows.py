@@ -159,8 +159,9 @@ class PosedRow:
             parts += ["--engine-max-tokens", str(self.engine_max_tokens)]
         if self.allow_long_context:
             parts += ["--allow-long-context"]
-        if self.fp8_context_attention is False:
-            parts += ["--no-fp8-context-attention"]
+        if self.fp8_context_attention is not None:
+            no = "" if self.fp8_context_attention else "no-"
+            parts += [f"--{no}fp8-context-attention"]
         return " ".join(parts)
 
 

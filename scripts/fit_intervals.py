@@ -22,6 +22,7 @@ OUT_INFERENCE = DATA / "intervals_inference.json"
 
 
 def table() -> dict[str, object]:
+    from flopwise.plan.train.interval import LONG_CONTEXT_TOKENS
     from flopwise.validate.training import validate_training
 
     v = validate_training()
@@ -29,7 +30,8 @@ def table() -> dict[str, object]:
         "level": 0.8,
         "what": "measured/predicted step time of flopwise validate's out-of-sample training "
         "predictions (leave one source family out), 10th and 90th percentile per regime of "
-        "every family's mean bias combined with every row's scatter inside its family",
+        "every family's mean bias combined with every row's scatter inside its family; "
+        f"regimes ending /long-context hold sequences of {LONG_CONTEXT_TOKENS:,} tokens and more",
         "regimes": v.interval_table(),
     }
 

@@ -81,3 +81,48 @@ def test_plan_json_carries_intervals_around_every_time_figure() -> None:
 def test_moe_plans_say_their_interval_comes_from_dense_runs() -> None:
     iv = step_interval(True, True, moe=True)
     assert iv is not None and "MoE" in iv.note
+
+
+def _plan_json(seq_len: int, accelerator: str = "h100-sxm") -> dict[str, object]:
+    r = run_cli(
+        "plan",
+        "train",
+        "llama-3.1-8b",
+        "-a",
+        accelerator,
+        "--gpus",
+        "64",
+        "--tokens",
+        "100B",
+        "--seq-len",
+        str(seq_len),
+        "--framework",
+        "torchtitan",
+        "--json",
+    )
+    assert r.returncode == 0, r.stderr
+    out: dict[str, object] = json.loads(r.stdout)
+    return out
+
+
+def test_long_context_plans_get_the_long_context_regime() -> None:
+    short, long = _plan_json(8192), _plan_json(65536)
+    assert short["interval"]["regime"] == "validated-die/profile"  # type: ignore[index]
+    assert long["interval"]["regime"] == "validated-die/profile/long-context"  # type: ignore[index]
+    s_lo, s_hi = short["interval"]["step_time_factor"]  # type: ignore[index]
+    l_lo, l_hi = long["interval"]["step_time_factor"]  # type: ignore[index]
+    assert (s_lo, s_hi) != (l_lo, l_hi)
+    # the interval scales the plan's own step time
+    lo, hi = long["step_time_s_interval"]  # type: ignore[misc]
+    assert lo == pytest.approx(long["step_time_s"] * l_lo)  # type: ignore[operator]
+    assert hi == pytest.approx(long["step_time_s"] * l_hi)  # type: ignore[operator]
+
+
+def test_long_context_without_residuals_falls_back_and_says_so() -> None:
+    # no TPU run is that long: an unvalidated die's long-context job takes the shorter regime
+    iv = step_interval(False, True, moe=False, long_context=True)
+    short = step_interval(False, True, moe=False)
+    assert iv is not None and short is not None
+    assert iv.regime == short.regime == "unvalidated-die/profile"
+    assert (iv.lo, iv.hi) == (short.lo, short.hi)
+    assert "long-context" in iv.note

@@ -83,7 +83,16 @@ def test_scores_are_reported_by_family_and_accelerator(report) -> None:  # type:
     for g in d["by_family"] + d["by_accelerator"]:
         for key in ("out_of_sample", "in_sample"):
             assert set(g[key]) == {"n", "mape_pct", "max_abs_error_pct", "bias_pct"}
-    assert d["interval_coverage"]["n"] > 100
+    cov = d["interval_coverage"]
+    assert cov["n"] > 100
+    by_len = cov["by_sequence_length"]
+    assert set(by_len) == {"shorter", "long-context"}
+    assert sum(c["n"] for c in by_len.values()) == cov["n"]
+    # pooled with shorter rows, the long rows' intervals covered 15 of 30; in their own
+    # regime, each family against the others' long rows, they must reach the nominal level's
+    # neighbourhood
+    assert by_len["long-context"]["n"] >= 20
+    assert by_len["long-context"]["coverage_pct"] >= 70.0
 
 
 # ---- published runs not in the shared file ---------------------------------------------------

@@ -76,9 +76,15 @@ def show_training_validation(rep: dict[str, Any], rows: bool = False) -> None:
         )
     cov = rep.get("interval_coverage") or {}
     mem = rep.get("memory") or {}
+    by_len = cov.get("by_sequence_length") or {}
+    split = "; ".join(
+        f"{name} {_pct(c.get('coverage_pct'))} of {c.get('n', 0)}"
+        for name, c in sorted(by_len.items(), reverse=True)
+    )
     notes = [
         f"80% intervals cover {_pct(cov.get('coverage_pct'))} of {cov.get('n', 0)} "
-        "out-of-sample rows (each family against intervals built without it)",
+        "out-of-sample rows (each family against intervals built without it)"
+        + (f" ({split})" if split else ""),
         f"peak memory vs published (n={mem.get('n', 0)}): MAPE {_pct(mem.get('mape_pct'))}, "
         f"worst {_pct(mem.get('max_abs_error_pct'))}",
     ]

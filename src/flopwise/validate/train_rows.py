@@ -72,6 +72,11 @@ class PosedRow:
     def command(self) -> str:
         return " ".join(("flopwise", "plan", "train", self.model, *self.argv))
 
+    @property
+    def seq_len(self) -> int:
+        """Tokens per sequence the run is posed with (its --seq-len)."""
+        return int(self.argv[self.argv.index("--seq-len") + 1])
+
 
 def family_of(row_id: str) -> str | None:
     prefix = row_id.split("_", 1)[0]

@@ -13,7 +13,7 @@ from flopwise.workload.spec import ModelSpec
 
 from .context import ModelContext
 from .frameworks import constrain
-from .interval import StepInterval, step_interval
+from .interval import StepInterval, is_long_context, step_interval
 from .layout import (
     Layout,
     LayoutConstraints,
@@ -101,7 +101,12 @@ class TrainPlan:
         from .constants import SUSTAINED_COMPUTE_FRACTION, fraction_group
 
         validated = fraction_group(self.hardware.id) in SUSTAINED_COMPUTE_FRACTION
-        return step_interval(validated, self.job.framework != "generic", self.model.is_moe)
+        return step_interval(
+            validated,
+            self.job.framework != "generic",
+            self.model.is_moe,
+            long_context=is_long_context(self.job.seq_len),
+        )
 
     def _intervals(self) -> dict[str, Any]:
         """Every time-derived figure as [lo, hi] (None without an interval or the figure)."""

@@ -11,8 +11,9 @@ from conftest import run_cli
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import hardware_from_catalog
 from flopwise.plan.infer import InferJob, plan_inference
+from flopwise.plan.infer.context import make_context
 from flopwise.plan.infer.offline import grid_interpolated, pass_time, simulate
-from flopwise.plan.infer.planner import decode_phase, make_context, prefill_phase
+from flopwise.plan.infer.phases import decode_phase, prefill_phase
 from flopwise.validate.inference_rows import posed_rows
 from flopwise.workload.hf import load_model
 

@@ -106,7 +106,7 @@ def test_amd_vllm_rows_pose_their_token_budget() -> None:
 
 
 def test_a_larger_token_budget_leaves_a_smaller_kv_pool() -> None:
-    from flopwise.plan.infer.planner import make_context
+    from flopwise.plan.infer.context import make_context
     from flopwise.plan.infer.preemption import kv_capacity_tokens
 
     hw, spec = hardware_from_catalog("mi300x"), load_model("llama-3.1-405b")

@@ -25,7 +25,7 @@ from flopwise.plan.infer.constants import (
     get_engine,
 )
 from flopwise.plan.infer.memory import kv_bytes_per_seq_per_gpu, usable_bytes
-from flopwise.plan.infer.planner import InferPlan
+from flopwise.plan.infer.result import InferPlan
 from flopwise.plan.infer.shard import make_shard
 from flopwise.plan.infer.trtllm_build import slot_buffer_bytes
 from flopwise.units import GIB

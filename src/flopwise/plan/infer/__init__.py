@@ -7,7 +7,8 @@ and ``DraftConfig`` for the sweep, the inverse question and speculative decoding
 
 from flopwise.plan.infer.constants import ENGINES, EngineProfile, get_engine
 from flopwise.plan.infer.job import InferJob, Precision, resolve_layout, resolve_precision
-from flopwise.plan.infer.planner import InferPlan, plan_inference
+from flopwise.plan.infer.planner import plan_inference
+from flopwise.plan.infer.result import InferPlan
 from flopwise.plan.infer.speculative import DraftConfig, expected_tokens_per_step
 from flopwise.plan.infer.sweep import SweepPoint, sweep_batches
 from flopwise.plan.infer.target import TargetPlan, plan_for_target_tpot

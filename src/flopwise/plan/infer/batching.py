@@ -20,16 +20,11 @@ import math
 from dataclasses import replace
 
 from flopwise.errors import FlopwiseError
+from flopwise.plan.infer.context import Context
 from flopwise.plan.infer.memory import MemoryPlan, plan_memory
-from flopwise.plan.infer.planner import (
-    Context,
-    InferPlan,
-    assumptions_for,
-    decode_phase,
-    fit_suggestion,
-    prefill_phase,
-    utilisation,
-)
+from flopwise.plan.infer.phases import decode_phase, prefill_phase
+from flopwise.plan.infer.planner import fit_suggestion
+from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
 from flopwise.plan.infer.trtllm_build import EngineBuild, built_engine
 
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from flopwise.errors import FlopwiseError
+from flopwise.plan.infer.phases import decode_phase, prefill_phase
+from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
 
 #: Rows of the largest GEMM row tile the shape model picks (plan.gemm: 64 x N and 128 x N
 #: tiles): pass times are interpolated between the two ends of a tile of this many rows.
@@ -215,8 +217,6 @@ def grid_interpolated(exact: StepTime, exact_prompt_unit: int = 1) -> StepTime:
 
 def pass_time(ctx: Any) -> StepTime:
     """The roofline time of one mixed pass of this deployment (one replica), grid-cached."""
-    from flopwise.plan.infer.planner import decode_phase, prefill_phase
-
     isl = ctx.job.input_len
 
     def exact(decoding: int, prompt_tokens: int) -> float:
@@ -237,14 +237,7 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
         max_concurrency,
         sized_context,
     )
-    from flopwise.plan.infer.planner import (
-        InferPlan,
-        assumptions_for,
-        decode_phase,
-        fit_suggestion,
-        prefill_phase,
-        utilisation,
-    )
+    from flopwise.plan.infer.planner import fit_suggestion
 
     ctx, build = sized_context(ctx)  # the engine as its builder sizes it (trtllm_build.py)
     job = ctx.job

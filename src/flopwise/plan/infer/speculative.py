@@ -14,9 +14,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from flopwise.errors import FlopwiseError
+from flopwise.plan.infer.context import Context
 from flopwise.plan.infer.latency import make_rates
 from flopwise.plan.infer.memory import kv_bytes_per_seq_per_gpu
-from flopwise.plan.infer.planner import Context, InferPlan, decode_phase
+from flopwise.plan.infer.phases import decode_phase
+from flopwise.plan.infer.result import InferPlan
 from flopwise.plan.infer.shard import make_shard
 from flopwise.units import GIB
 from flopwise.workload.spec import ModelSpec

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flopwise.hardware import Hardware
+from flopwise.plan.infer.context import make_context
 from flopwise.plan.infer.job import InferJob
-from flopwise.plan.infer.planner import make_context, plan_static, static_memory
+from flopwise.plan.infer.planner import plan_static, static_memory
 from flopwise.plan.infer.uncertainty import interval_fields, plan_intervals
 from flopwise.plan.intervals import Interval
 from flopwise.workload.spec import ModelSpec

@@ -21,8 +21,11 @@ from typing import Any
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
 from flopwise.plan.efficiency import MEMORY_BW_FRACTION
+from flopwise.plan.infer.context import make_context
 from flopwise.plan.infer.job import InferJob
-from flopwise.plan.infer.planner import InferPlan, decode_phase, make_context, plan_static
+from flopwise.plan.infer.phases import decode_phase
+from flopwise.plan.infer.planner import plan_static
+from flopwise.plan.infer.result import InferPlan
 from flopwise.plan.infer.uncertainty import plan_intervals
 from flopwise.units import GB
 from flopwise.workload.memory_bytes import DTYPE_BYTES

@@ -1,0 +1,102 @@
+"""Timed phases of one replica: a prefill of some sequences and a mean decode step, run
+through the pipeline stages in micro-batches."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from flopwise.plan.infer.context import Context
+from flopwise.plan.infer.latency import (
+    Breakdown,
+    Pass,
+    engine_overhead,
+    node_gpus,
+    stage_pass_time,
+)
+from flopwise.plan.infer.shard import mean_decode_keys, prefill_pairs
+from flopwise.plan.roofline import collective_time_s, tier_for
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """One timed phase on one replica: its wall time and what bounds it (one GPU's view)."""
+
+    time_s: float
+    breakdown: Breakdown
+    bytes_per_gpu: float  # weights + KV read by one GPU during the phase
+    flops_per_gpu: float
+
+
+def _p2p_s(ctx: Context, tokens: float) -> float:
+    """Pipeline hand-off of `tokens` activations between two stages."""
+    if ctx.job.pp <= 1:
+        return 0.0
+    spans = ctx.job.tp * ctx.job.pp > node_gpus(ctx.hw)
+    tier = tier_for(ctx.hw, 2, spans_nodes=spans)
+    return collective_time_s("send_recv", tokens * ctx.spec.hidden * 2.0, 2, tier)
+
+
+def pipelined(
+    ctx: Context, make_pass: Callable[[float], Pass], seqs: float, prefill: bool
+) -> Phase:
+    """Run `seqs` sequences through the pipeline in min(pp, seqs) micro-batches.
+
+    Prefill latency is (microbatches + pp - 1) stage times; a decode round in steady state keeps
+    every stage busy and lasts max(microbatches, pp) stage times.
+    """
+    pp = ctx.job.pp
+    mb = max(1, min(pp, math.floor(seqs)))
+    stage = stage_pass_time(ctx.shard, make_pass(seqs / mb), ctx.hw, ctx.rates, ctx.engine)
+    stages = (mb + pp - 1) if prefill else max(mb, pp)
+    p2p = Breakdown(comm_s=(pp - 1) * _p2p_s(ctx, make_pass(seqs / mb).tokens))
+    total = stage.scaled(stages) + p2p + engine_overhead(ctx.engine, prefill)
+    return Phase(
+        time_s=total.total_s,
+        breakdown=total,
+        bytes_per_gpu=(stage.weight_bytes + stage.kv_bytes) * mb,
+        flops_per_gpu=stage.flops * mb,
+    )
+
+
+def prefill_phase(ctx: Context, seqs: float) -> Phase:
+    s = ctx.job.input_len
+    full, sliding = prefill_pairs(ctx.spec, s)
+
+    def make(n: float) -> Pass:
+        return Pass(
+            tokens=n * s,
+            prefill_tokens=n * s,
+            prefill_pairs=n * full,
+            prefill_pairs_sliding=n * sliding,
+            logits_rows=n,
+            all_experts=True,
+        )
+
+    return pipelined(ctx, make, seqs, prefill=True)
+
+
+def decode_phase(
+    ctx: Context, seqs: float, q_tokens: int = 1, prefill_per_step: float = 0.0
+) -> Phase:
+    """Mean decode step of `seqs` sequences; optional prompt tokens interleaved into each step."""
+    keys, keys_sliding = mean_decode_keys(ctx.spec, ctx.job.input_len, ctx.job.output_len)
+    s = ctx.job.input_len
+    full, sliding = prefill_pairs(ctx.spec, s)
+
+    def make(n: float) -> Pass:
+        share = prefill_per_step * n / seqs  # prompt tokens this micro-batch carries
+        return Pass(
+            tokens=n * q_tokens + share,
+            decode_seqs=n,
+            decode_q=q_tokens,
+            decode_keys=keys,
+            decode_keys_sliding=keys_sliding,
+            prefill_tokens=share,
+            prefill_pairs=share / s * full,
+            prefill_pairs_sliding=share / s * sliding,
+            logits_rows=n * q_tokens + share / s,
+        )
+
+    return pipelined(ctx, make, seqs, prefill=False)

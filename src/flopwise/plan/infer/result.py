@@ -1,0 +1,152 @@
+"""``InferPlan``, the answer for one deployment, and what it states beside its numbers:
+utilisation (MFU, MBU) and the assumptions behind the figures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from flopwise.plan.infer.constants import EngineProfile
+from flopwise.plan.infer.context import Context
+from flopwise.plan.infer.job import InferJob, Precision
+from flopwise.plan.infer.memory import MemoryPlan
+from flopwise.plan.infer.phases import Phase
+from flopwise.plan.infer.shard import mean_decode_keys
+from flopwise.plan.infer.uncertainty import interval_fields
+from flopwise.plan.intervals import Interval
+from flopwise.units import GB, GIB, SECONDS_PER_HOUR, TERA
+from flopwise.workload.flops import decode_flops_per_token, prefill_flops
+
+
+@dataclass(frozen=True, slots=True)
+class InferPlan:
+    """The answer for one deployment. Times per replica; throughput for the whole deployment."""
+
+    model: str
+    accelerator: str
+    job: InferJob
+    mode: str  # "static" | "continuous" | "offline"
+    batch: int
+    precision: Precision
+    engine: EngineProfile
+    ttft_s: float
+    tpot_s: float
+    e2e_latency_s: float
+    output_tokens_per_s: float
+    memory: MemoryPlan
+    prefill: Phase
+    decode: Phase
+    peak_bw_gbps: float | None
+    peak_tflops: float | None
+    mfu: float | None
+    mbu: float | None
+    assumptions: tuple[str, ...] = ()
+    suggestion: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+    #: 80% prediction intervals by metric (ttft_ms, tpot_ms, output_tokens_per_s)
+    intervals: dict[str, Interval] = field(default_factory=dict)
+
+    @property
+    def tokens_per_s_per_user(self) -> float:
+        return 1.0 / self.tpot_s if self.job.output_len > 1 else 1.0 / self.e2e_latency_s
+
+    @property
+    def fits(self) -> bool | None:
+        return self.memory.fits
+
+    @property
+    def cost_per_million_output_tokens(self) -> float | None:
+        price = self.job.price_per_gpu_hour
+        if price is None or self.output_tokens_per_s <= 0:
+            return None
+        return price * self.job.gpus / SECONDS_PER_HOUR / self.output_tokens_per_s * 1e6
+
+    def to_dict(self) -> dict[str, Any]:
+        gen = self.prefill.breakdown + self.decode.breakdown.scaled(max(0, self.job.output_len - 1))
+        return {
+            "model": self.model,
+            "accelerator": self.accelerator,
+            "mode": self.mode,
+            "batch": self.batch,
+            "job": self.job.to_dict(),
+            "precision": self.precision.to_dict(),
+            "engine": self.engine.to_dict(),
+            "ttft_ms": self.ttft_s * 1e3,
+            "tpot_ms": self.tpot_s * 1e3,
+            "e2e_latency_s": self.e2e_latency_s,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "tokens_per_s_per_user": self.tokens_per_s_per_user,
+            "kv_cache_gib": self.memory.kv_bytes * self.job.tp * self.job.pp / GIB,
+            "memory_per_gpu_gib": self.memory.total_bytes / GIB,
+            "fits": self.fits,
+            "max_batch": self.memory.max_batch,
+            "mbu": self.mbu,
+            "mfu": self.mfu,
+            "cost_per_million_output_tokens": self.cost_per_million_output_tokens,
+            "memory": self.memory.to_dict(),
+            "breakdown": {
+                "prefill": self.prefill.breakdown.to_dict(),
+                "decode_step": self.decode.breakdown.to_dict(),
+                "request": gen.to_dict(),
+            },
+            "peak_bw_gbps": self.peak_bw_gbps,
+            "peak_tflops": self.peak_tflops,
+            **interval_fields(
+                self.intervals,
+                {
+                    "ttft_ms": self.ttft_s * 1e3,
+                    "tpot_ms": self.tpot_s * 1e3,
+                    "output_tokens_per_s": self.output_tokens_per_s,
+                },
+            ),
+            "assumptions": list(self.assumptions),
+            "suggestion": self.suggestion,
+            **self.extras,
+        }
+
+
+def utilisation(
+    ctx: Context, batch: float, e2e_s: float, decode: Phase
+) -> tuple[float | None, float | None, float | None, float | None]:
+    """(mfu, mbu, peak TFLOPS, peak GB/s): model FLOPs over the request, bytes per decode step."""
+    hw, job = ctx.hw, ctx.job
+    peak = hw.peak_tflops.get(ctx.precision.act)
+    keys, _ = mean_decode_keys(ctx.spec, job.input_len, job.output_len)
+    flops = prefill_flops(ctx.spec, job.input_len, ctx.shard.counts)
+    flops += (job.output_len - 1) * decode_flops_per_token(ctx.spec, keys - 1, ctx.shard.counts)
+    group = job.tp * job.pp
+    mfu = None if not peak else batch * flops / e2e_s / (group * peak * TERA)
+    bw = hw.memory_bw_gbps
+    mbu = None if not bw else decode.bytes_per_gpu / decode.time_s / (bw * GB)
+    return mfu, mbu, peak, bw
+
+
+def assumptions_for(ctx: Context) -> list[str]:
+    out = [
+        f"engine class {ctx.engine.name}: {ctx.engine.step_overhead_s * 1e3:.2f} ms host time "
+        f"per decode step, decode attention at {ctx.engine.decode_attention_bw_fraction:.0%} "
+        "of achievable bandwidth" + (f"; {ctx.engine.features}" if ctx.engine.features else ""),
+        f"precision: {ctx.precision.mode} ({ctx.precision.weight} weights, {ctx.precision.kv} "
+        f"KV cache, {ctx.precision.act} GEMMs)",
+        "engine memory: "
+        + (
+            f"the KV cache gets {ctx.engine.memory_fraction:.0%} of the memory left after "
+            "weights, activations and runtime buffers"
+            if ctx.engine.memory_fraction_of == "free"
+            else f"weights, activations and KV cache fit in {ctx.engine.memory_fraction:.0%} "
+            "of device memory"
+        )
+        + (" (--memory-fraction)" if ctx.job.memory_fraction is not None else " (engine default)"),
+    ]
+    if ctx.precision.note:
+        out.append(ctx.precision.note)
+    total = ctx.job.input_len + ctx.job.output_len
+    if total > ctx.spec.max_seq_len:
+        out.append(
+            f"{total:,} tokens per sequence run past {ctx.spec.name}'s trained context of "
+            f"{ctx.spec.max_seq_len:,} (--allow-long-context): timed as any sequence of that "
+            "length; output quality past the context is not assessed"
+        )
+    if ctx.spec.is_moe:
+        out.append(ctx.job.moe_layout_note())
+    return out

@@ -8,7 +8,7 @@ import pytest
 from flopwise.hardware import hardware_from_catalog
 from flopwise.plan.assumptions import hardware_fallbacks
 from flopwise.plan.efficiency import GEMM_FRACTION_WITHOUT_MAMF
-from flopwise.plan.gemm import ceiling_tflops
+from flopwise.plan.gemm_ceiling import ceiling_tflops
 
 
 def test_fp8_without_mamf_reaches_the_fraction_of_peak_bf16_measures() -> None:

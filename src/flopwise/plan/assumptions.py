@@ -13,7 +13,7 @@ from typing import Any
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware, Origin
 from flopwise.plan.efficiency import GEMM_FRACTION_WITHOUT_MAMF, MEMORY_BW_FRACTION
-from flopwise.plan.gemm import ceiling_tflops, measured_mamf, stand_in_fraction
+from flopwise.plan.gemm_ceiling import ceiling_tflops, measured_mamf, stand_in_fraction
 
 
 def _entry(value: Any, source: str) -> dict[str, Any]:
@@ -28,7 +28,7 @@ def hardware_fallbacks(hw: Hardware, dtype: str) -> dict[str, dict[str, Any]]:
         sibling = stand_in_fraction(hw, dtype)
         how = (
             f"{dtype} peak x {sibling[1]:.2f}, the fraction of peak its {sibling[0]} MAMF reaches "
-            "(plan/gemm.py MAMF_STAND_INS)"
+            "(plan/gemm_ceiling.py MAMF_STAND_INS)"
             if sibling is not None
             else f"peak x {GEMM_FRACTION_WITHOUT_MAMF} (plan/efficiency.py "
             "GEMM_FRACTION_WITHOUT_MAMF)"

@@ -35,14 +35,11 @@ from typing import Any
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
 from flopwise.plan.efficiency import (
-    GEMM_FRACTION_WITHOUT_MAMF,
     GEMM_TILE,
-    HOPPER_OR_NEWER_PREFIXES,
     KERNEL_LAUNCH_S,
-    MEMORY_BW_FRACTION,
 )
+from flopwise.plan.gemm_ceiling import bandwidth_bytes_per_s, ceiling_tflops, gpu_family
 from flopwise.plan.gemm_constants import (
-    GPU_VENDORS,
     K_STAGE,
     KERNEL_FILL_DRAIN_S,
     OUTPUT_BYTES,
@@ -56,7 +53,7 @@ from flopwise.plan.gemm_constants import (
     TILES_AMPERE,
     TILES_HOPPER,
 )
-from flopwise.units import GB, TERA
+from flopwise.units import TERA
 from flopwise.workload.memory_bytes import DTYPE_BYTES
 
 
@@ -93,69 +90,6 @@ class GemmEstimate:
             "correction": self.correction,
             "bound": self.bound,
         }
-
-
-#: Dtypes whose measured MAMF, as a fraction of its own peak, stands in for a dtype of the same
-#: device with no MAMF (same tensor-core pipeline, same power and clock limits). Where both are
-#: published the fp8 fraction is 0.87-1.03x the bf16 one (H100 0.71 vs 0.80, H200 0.73 vs
-#: GH200 0.84, B200 0.76 vs 0.78, Gaudi 3 0.70 vs 0.68: ml-engineering MAMF table,
-#: published/matmul_runs.csv), much closer than a generic fraction of peak: MI300X's measured
-#: bf16 MAMF is 0.51 of its peak, not 0.80. (fp16 takes bf16's MAMF as it is: measured_mamf.)
-MAMF_STAND_INS: dict[str, tuple[str, ...]] = {"fp8": ("bf16",)}
-
-
-def measured_mamf(hw: Hardware, dtype: str) -> float | None:
-    """The measured or published MAMF of `dtype` (fp16 runs on bf16's tensor cores), or None."""
-    mamf = hw.matmul_tflops.get(dtype)
-    if mamf is None and dtype == "fp16":
-        mamf = hw.matmul_tflops.get("bf16")
-    return mamf
-
-
-def stand_in_fraction(hw: Hardware, dtype: str) -> tuple[str, float] | None:
-    """(dtype, MAMF/peak) of a measured sibling dtype on the same device, when `dtype` has no
-    MAMF of its own (MAMF_STAND_INS)."""
-    for other in MAMF_STAND_INS.get(dtype, ()):
-        mamf = hw.matmul_tflops.get(other)
-        if mamf is not None and other in hw.peak_tflops and hw.peak(other) > 0:
-            return other, mamf / hw.peak(other)
-    return None
-
-
-def ceiling_tflops(hw: Hardware, dtype: str) -> float:
-    """Large-GEMM ceiling: measured or published MAMF; else the same fraction of this dtype's
-    peak that a measured sibling dtype reaches on this device (bf16 for fp8); else peak x
-    GEMM_FRACTION_WITHOUT_MAMF."""
-    mamf = measured_mamf(hw, dtype)
-    if mamf is not None:
-        return mamf
-    sibling = stand_in_fraction(hw, dtype)
-    if sibling is not None:
-        return hw.peak(dtype) * sibling[1]
-    return hw.peak(dtype) * GEMM_FRACTION_WITHOUT_MAMF
-
-
-def bandwidth_bytes_per_s(hw: Hardware) -> float:
-    """Achievable memory bandwidth: measured when known, else peak x MEMORY_BW_FRACTION."""
-    if hw.achievable_bw_gbps:
-        return hw.achievable_bw_gbps * GB
-    if not hw.memory_bw_gbps:
-        raise FlopwiseError(
-            f"{hw.id} has no published memory bandwidth; measure it with flopwise bench memory"
-        )
-    return hw.memory_bw_gbps * GB * MEMORY_BW_FRACTION
-
-
-def gpu_family(hw: Hardware) -> str:
-    """'hopper' (wgmma, stream-K), 'gpu' (mma-class tiles), or 'other' (one 128 tile)."""
-    acc = hw.accelerator
-    if acc is None or not hw.compute_units:
-        return "other" if hw.compute_units else "none"
-    if acc.vendor.strip().lower() not in GPU_VENDORS:
-        return "other"
-    if acc.id.startswith(HOPPER_OR_NEWER_PREFIXES):
-        return "hopper"
-    return "gpu"
 
 
 def _reuse(tm: int, tn: int) -> float:

@@ -14,7 +14,7 @@ from flopwise.catalog.collectives import intra_collective
 from flopwise.collectives import BUSBW_FACTORS
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
-from flopwise.plan import gemm, nccl_latency
+from flopwise.plan import gemm, gemm_ceiling, nccl_latency
 from flopwise.plan.efficiency import (
     GEMM_TILE,
     KERNEL_LAUNCH_S,
@@ -28,7 +28,7 @@ from flopwise.units import GB
 
 def achievable_matmul_tflops(hw: Hardware, dtype: str) -> float:
     """Large-GEMM ceiling: measured or published MAMF, else peak x GEMM_FRACTION_WITHOUT_MAMF."""
-    return gemm.ceiling_tflops(hw, dtype)
+    return gemm_ceiling.ceiling_tflops(hw, dtype)
 
 
 def gemm_shape_efficiency(
@@ -54,7 +54,7 @@ def gemm_shape_efficiency(
 
 def memory_bw_bytes_per_s(hw: Hardware) -> float:
     """Achievable memory bandwidth: measured when known, else peak x MEMORY_BW_FRACTION."""
-    return gemm.bandwidth_bytes_per_s(hw)
+    return gemm_ceiling.bandwidth_bytes_per_s(hw)
 
 
 def gemm_time_s(

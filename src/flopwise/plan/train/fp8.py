@@ -330,7 +330,8 @@ def linear_time_s(
     does (benchmarks/float8/float8_roofline.py sums kernel durations from the profiler): GEMM
     kernels without their launch, and each cast kernel at least KERNEL_FILL_DRAIN_S."""
     from flopwise.plan.efficiency import KERNEL_LAUNCH_S
-    from flopwise.plan.gemm import bandwidth_bytes_per_s, gemm_estimate
+    from flopwise.plan.gemm import gemm_estimate
+    from flopwise.plan.gemm_ceiling import bandwidth_bytes_per_s
     from flopwise.plan.gemm_constants import KERNEL_FILL_DRAIN_S
 
     def gemm(a: int, b: int, c: int, dtype: str) -> float:

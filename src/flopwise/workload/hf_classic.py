@@ -11,20 +11,31 @@ from flopwise.workload.hf_reader import Config
 from flopwise.workload.hf_reader import ConfigReader as _Reader
 
 
+def _attention_dims(
+    hidden: int, heads: int, layers: int, kv_heads: int | None = None
+) -> dict[str, Any]:
+    """The layer count and attention shape every GPT-era config shares: heads of hidden/heads
+    (v likewise), kv_heads = heads unless the attention groups them, an ungated MLP."""
+    head_dim = hidden // heads
+    return {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": heads if kv_heads is None else kv_heads,
+        "head_dim": head_dim,
+        "v_head_dim": head_dim,
+        "gated_mlp": False,
+    }
+
+
 def _gpt2(name: str, cfg: Config) -> dict[str, Any]:
     r = _Reader(name, cfg)
     hidden = r.int("n_embd", "hidden_size")
     heads = r.int("n_head", "num_attention_heads")
     return {
-        "hidden": hidden,
-        "layers": r.int("n_layer", "num_hidden_layers"),
-        "heads": heads,
-        "kv_heads": heads,
-        "head_dim": hidden // heads,
-        "v_head_dim": hidden // heads,
+        **_attention_dims(hidden, heads, r.int("n_layer", "num_hidden_layers")),
         "vocab": r.int("vocab_size"),
         "ffn": r.int("n_inner", default=4 * hidden),
-        "gated_mlp": False,
         "linear_bias": True,
         "norm": "layernorm",
         "tied_embeddings": r.bool("tie_word_embeddings", True),
@@ -43,15 +54,9 @@ def _gptj(name: str, cfg: Config) -> dict[str, Any]:
     hidden = r.int("n_embd")
     heads = r.int("n_head")
     return {
-        "hidden": hidden,
-        "layers": r.int("n_layer"),
-        "heads": heads,
-        "kv_heads": heads,
-        "head_dim": hidden // heads,
-        "v_head_dim": hidden // heads,
+        **_attention_dims(hidden, heads, r.int("n_layer")),
         "vocab": r.int("vocab_size"),
         "ffn": r.int("n_inner", default=4 * hidden),
-        "gated_mlp": False,
         "linear_bias": False,
         "norm": "layernorm",
         "norms_per_layer": 1,
@@ -89,15 +94,9 @@ def _bloom(name: str, cfg: Config) -> dict[str, Any]:
     hidden = r.int("hidden_size", "n_embed")
     heads = r.int("n_head", "num_attention_heads")
     return {
-        "hidden": hidden,
-        "layers": r.int("n_layer", "num_hidden_layers"),
-        "heads": heads,
-        "kv_heads": heads,
-        "head_dim": hidden // heads,
-        "v_head_dim": hidden // heads,
+        **_attention_dims(hidden, heads, r.int("n_layer", "num_hidden_layers")),
         "vocab": r.int("vocab_size"),
         "ffn": 4 * hidden,
-        "gated_mlp": False,
         "linear_bias": True,
         "norm": "layernorm",
         "tied_embeddings": r.bool("tie_word_embeddings", True),
@@ -116,15 +115,9 @@ def _opt(name: str, cfg: Config) -> dict[str, Any]:
             f"config {name}: word_embed_proj_dim != hidden_size (OPT-350M style) is not supported"
         )
     return {
-        "hidden": hidden,
-        "layers": r.int("num_hidden_layers"),
-        "heads": heads,
-        "kv_heads": heads,
-        "head_dim": hidden // heads,
-        "v_head_dim": hidden // heads,
+        **_attention_dims(hidden, heads, r.int("num_hidden_layers")),
         "vocab": r.int("vocab_size"),
         "ffn": r.int("ffn_dim"),
-        "gated_mlp": False,
         "linear_bias": r.bool("enable_bias", True),
         "norm": "layernorm",
         "tied_embeddings": r.bool("tie_word_embeddings", True),
@@ -143,15 +136,9 @@ def _falcon(name: str, cfg: Config) -> dict[str, Any]:
     else:
         kv = 1 if r.bool("multi_query", True) else heads
     return {
-        "hidden": hidden,
-        "layers": r.int("num_hidden_layers", "n_layer"),
-        "heads": heads,
-        "kv_heads": kv,
-        "head_dim": hidden // heads,
-        "v_head_dim": hidden // heads,
+        **_attention_dims(hidden, heads, r.int("num_hidden_layers", "n_layer"), kv_heads=kv),
         "vocab": r.int("vocab_size"),
         "ffn": r.int("ffn_hidden_size", default=4 * hidden),
-        "gated_mlp": False,
         "linear_bias": r.bool("bias", False),
         "norm": "layernorm",
         # New architecture: separate norms before attention and MLP; old: one shared norm.
@@ -174,15 +161,9 @@ def _mpt(name: str, cfg: Config) -> dict[str, Any]:
         else heads
     )
     return {
-        "hidden": hidden,
-        "layers": r.int("n_layers"),
-        "heads": heads,
-        "kv_heads": kv,
-        "head_dim": hidden // heads,
-        "v_head_dim": hidden // heads,
+        **_attention_dims(hidden, heads, r.int("n_layers"), kv_heads=kv),
         "vocab": r.int("vocab_size"),
         "ffn": int(r.int("ffn_hidden_size", default=int(ratio * hidden))),
-        "gated_mlp": False,
         "linear_bias": not no_bias,
         "norm": "layernorm_nobias" if no_bias else "layernorm",
         "tied_embeddings": True,

@@ -31,13 +31,13 @@ from flopwise.cli.job_flag import (
     FLAG,
     KINDS,
     KV_DTYPES,
-    TRAIN_DTYPES,
     WEIGHT_DTYPES,
     JobFlag,
     _csv_list,
 )
 from flopwise.cli.job_flags import JOB_FLAGS
 from flopwise.errors import FlopwiseError
+from flopwise.plan.train.job import TRAIN_DTYPES
 
 __all__ = [
     "ACTIVATION_DTYPES",

@@ -15,9 +15,6 @@ from flopwise.errors import FlopwiseError
 KINDS = ("train", "infer")
 DOORS = ("plan", "compare")
 
-#: GEMM dtypes a training plan accepts (the planner refuses those the hardware lacks); fp32 is
-#: for CPUs planned from a measured fp32 matmul rate.
-TRAIN_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "fp32")
 #: Weight dtypes of an inference plan (fp4 family: Blackwell-class hardware only).
 WEIGHT_DTYPES: tuple[str, ...] = (
     "bf16",

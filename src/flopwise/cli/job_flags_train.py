@@ -14,7 +14,6 @@ from flopwise.cli.job_flag import (
     _T,
     BOOL,
     FLAG,
-    TRAIN_DTYPES,
     JobFlag,
     _fp8_recipes,
     _frameworks,
@@ -22,6 +21,7 @@ from flopwise.cli.job_flag import (
     _recompute_modes,
     _remat_tensors,
 )
+from flopwise.plan.train.job import ATTENTION_IMPLS, TRAIN_DTYPES
 
 #: Training: the workload, the layout (any left out is searched), the framework switches.
 TRAIN_FLAGS: list[JobFlag] = [
@@ -160,7 +160,7 @@ TRAIN_FLAGS: list[JobFlag] = [
         "attention kernel (default: the profile's; flash = the best fused kernel for the "
         "accelerator)",
         kinds=_T,
-        choices=("flash", "flash2", "unfused"),
+        choices=ATTENTION_IMPLS,
         group=_FRAMEWORK,
     ),
     JobFlag(

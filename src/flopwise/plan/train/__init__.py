@@ -6,7 +6,8 @@ plan.to_dict()["mfu"]
 """
 
 from flopwise.plan.assumptions import assume_inter_node_bw
-from flopwise.plan.train.layout import Layout, LayoutConstraints, TrainJob
+from flopwise.plan.train.job import TrainJob
+from flopwise.plan.train.layout import Layout, LayoutConstraints
 from flopwise.plan.train.plan import (
     FLOPS_CONVENTION,
     TrainPlan,

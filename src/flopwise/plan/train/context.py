@@ -32,7 +32,8 @@ from flopwise.workload.spec import ModelSpec
 
 from .constants import MEMORY_HEADROOM_FRACTION, fraction_group, sustained_compute_fraction
 from .fp8 import Fp8Recipe, get_fp8_recipe
-from .layout import TrainJob, zero_shard_gpus
+from .job import TrainJob
+from .layout import zero_shard_gpus
 from .recipes import resolve_recipe
 
 _ALIBI_OR_LEARNED = ("bloom", "mpt", "gpt2", "opt", "falcon_alibi")

@@ -14,10 +14,10 @@ from flopwise.workload.spec import ModelSpec
 from .context import ModelContext
 from .frameworks import constrain
 from .interval import StepInterval, is_long_context, step_interval
+from .job import TrainJob
 from .layout import (
     Layout,
     LayoutConstraints,
-    TrainJob,
     explain_constraints,
     layout_problem,
     zero_shard_gpus,

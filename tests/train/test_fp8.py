@@ -8,12 +8,8 @@ from conftest import run_cli
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import hardware_from_catalog
 from flopwise.plan.train import LayoutConstraints, TrainJob, plan_training
-from flopwise.plan.train.fp8 import (
-    FP8_RECIPE_NAMES,
-    get_fp8_recipe,
-    linear_cast_bytes,
-    linear_time_s,
-)
+from flopwise.plan.train.fp8 import linear_cast_bytes, linear_time_s
+from flopwise.plan.train.fp8_recipes import FP8_RECIPE_NAMES, get_fp8_recipe
 from flopwise.plan.train.frameworks import PROFILES
 from flopwise.workload.hf import load_model
 

@@ -121,7 +121,7 @@ def _remat_tensors(text: str) -> tuple[tuple[str, str], ...]:
 
 
 def _fp8_recipes() -> tuple[str, ...]:
-    from flopwise.plan.train.fp8 import FP8_RECIPE_NAMES
+    from flopwise.plan.train.fp8_recipes import FP8_RECIPE_NAMES
 
     return FP8_RECIPE_NAMES
 

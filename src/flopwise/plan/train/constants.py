@@ -149,7 +149,7 @@ UNFUSED_SCORE_BYTES_STORED = 5.0
 #: Fit data (2026-11-22, 199 rows, GEMMs by shape through plan/gemm.py): ga100 from Megatron-LM 2021, BLOOM, llm-foundry and
 #: torchtitan A100 runs; gh100 from NeMo 24.07/long-context, llm-foundry, torchtitan (H100
 #: 500 W parts scaled by efficiency.power_clock_factor) and Trainy H200; TPUs from MaxText.
-#: Refitted 2026-11-22 with the FP8 recipes (plan/train/fp8.py) and MaxText's remat policies
+#: Refitted 2026-11-22 with the FP8 recipes (plan/train/fp8_recipes.py) and MaxText's remat policies
 #: (workload/remat.py): tpu-v5e 1.11 -> 1.155, tpu-v6e 0.70 -> 0.84, default 0.78 (unchanged
 #: after both; 0.775 with the FP8 recipes alone).
 #: Refitted 2026-11-23 with measured TPU matmul ceilings in the catalog (v5e 181.8 TFLOPS from

@@ -31,7 +31,7 @@ from flopwise.workload.params import (
 from flopwise.workload.spec import ModelSpec
 
 from .constants import MEMORY_HEADROOM_FRACTION, fraction_group, sustained_compute_fraction
-from .fp8 import Fp8Recipe, get_fp8_recipe
+from .fp8_recipes import Fp8Recipe, get_fp8_recipe
 from .job import TrainJob
 from .layout import zero_shard_gpus
 from .recipes import resolve_recipe

@@ -21,7 +21,7 @@ from flopwise.plan.roofline import Tier, collective_time_s
 
 from .constants import ACT_BYTES, DP_OVERLAP_FRACTION, OVERLAP_COMPUTE_TAX
 from .context import ModelContext
-from .fp8 import FP8_BYTES
+from .fp8_recipes import FP8_BYTES
 from .layout import Layout
 from .memory import _stage_params
 from .recipes import grad_reduce_bytes
@@ -110,7 +110,7 @@ def dp_exposed_s(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: 
 
 def fsdp_gather_bytes_per_param(ctx: ModelContext) -> float:
     """Bytes per parameter of a ZeRO/FSDP parameter all-gather: 16-bit, except the transformer
-    layers' linear weights under an FP8 recipe that gathers them in FP8 (plan/train/fp8.py);
+    layers' linear weights under an FP8 recipe that gathers them in FP8 (plan/train/fp8_recipes.py);
     embeddings, norms and the output projection stay 16-bit."""
     if ctx.job.dtype != "fp8" or not ctx.fp8_recipe.fp8_fsdp_all_gather:
         return ACT_BYTES

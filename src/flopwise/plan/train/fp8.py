@@ -1,272 +1,21 @@
-"""FP8 training recipes: what scaling costs around every FP8 GEMM, from what the library does.
+"""What an FP8 recipe costs around every FP8 linear layer: the cast and rescale bytes of its
+three GEMMs, the GEMMs' time at the recipe's rates, and the sum over one transformer layer.
 
-An FP8 linear layer runs three GEMMs (forward ``input @ weight``, data gradient
-``grad_output @ weight``, weight gradient ``input^T @ grad_output``), and each of their inputs is
-first cast from 16-bit to FP8 with a scale: a max-abs (amax) reduction over the tensor, then a
-cast kernel writing the FP8 copy and, because Hopper's FP8 tensor cores take both operands
-K-major, the transposed copy the backward GEMMs need. Those kernels are memory-bound: their
-bytes move at the achievable HBM bandwidth. How many bytes per element, which kernels, and what
-else changes (the GEMM kernel, the tensor-parallel all-gather dtype) is the recipe's:
-
-- **tensorwise** (torchao ``Float8LinearConfig()``; torchtitan's default float8 recipe): one
-  dynamic scale per tensor. Inputs and output gradients: an amax pass (read 2 B/element; under
-  torch.compile it fuses into the kernel that produced the tensor) and one cast kernel reading
-  2 B and writing FP8 row-major and column-major (1 + 1 B). Weights are cast on the FSDP shard
-  before a float8 all-gather, once per gather (not charged: 1/shard of the weight); FSDP
-  gathers those weights in FP8 (torchao's tensorwise "with float8 all-gather" benchmark
-  setting; torchtitan docs/float8.md's tensorwise command line). Under
-  tensor parallelism the sequence-parallel all-gathers carry FP8 (torchtitan docs/float8.md:
-  "float8 all-gather ... for TP by default for Float8Linear"), so activations are cast on the
-  local shard before the gather.
-- **rowwise** (torchao ``from_recipe_name("rowwise")``): one scale per row, along the GEMM's
-  K dimension, so the weight-gradient GEMM needs its inputs scaled along the other axis: each
-  activation/gradient is cast twice (kernel 1 reads 2 B, writes FP8 1 B and a 16-bit transposed
-  copy 2 B; kernel 2 reads that 2 B and writes FP8 1 B: 8 B/element, 6 with the first read fused
-  into the producer); weights likewise after a 16-bit all-gather (3 + 4 + 3 = 10 B/element,
-  every microbatch). The forward GEMM runs PyTorch's CUTLASS row-wise kernel
-  (ROWWISE_GEMM_FRACTION of the cuBLAS tensor-wise rate); the backward GEMMs, which torchao runs
-  without fast accumulation, use the cuBLAS tensor-wise kernel and rescale the 16-bit output in
-  a separate kernel (read and write 2 B per output element; torchao float8_ops.py
-  addmm_float8_unwrapped, pytorch/ao#2184). Tensor-parallel all-gathers stay 16-bit and the
-  casts run on the gathered tensor (float8 all-gather for rowwise never landed: pytorch/ao#2145);
-  async-TP fuses no all-gather with a row-wise-scaled matmul (pytorch/pytorch#149990); FSDP
-  gathers 16-bit weights (torchtitan docs/float8.md: "For float8 with rowwise scaling, all
-  distributed communication is done in high precision").
-- **rowwise-gw-hp** (torchao ``rowwise_with_gw_hp``): row-wise forward and data gradient, the
-  weight gradient in 16-bit: one FP8 cast per activation/gradient (read 2, write 1), weights
-  cast twice (forward row-wise, backward tensor-wise: 3 + 3 B).
-- **delayed** (Transformer Engine ``DelayedScaling``, Megatron-Core's and NeMo's default
-  ``fp8_recipe``): the scale comes from the amax history, so one fused cast-transpose kernel
-  reads 2 B and writes 1 + 1 B, recording the amax as it goes (TE docs: delayed scaling
-  "reduces tensor reads per quantization from two to one"). Weights are cast once per step;
-  sequence-parallel all-gathers carry the FP8 copy (TE LayerNormLinear gathers its FP8 norm
-  output).
-- **current** (Transformer Engine ``Float8CurrentScaling``): as delayed plus the amax pass
-  (read 2 B) that current scaling needs before the cast.
-
-Byte counts for the torchao recipes follow torchao's own roofline accounting
-(torchao/testing/float8/roofline_utils.py ``get_tensor_memory_traffic_ovhd_s`` at pytorch/ao
-03c850a, June 2025), with ``fuse_with_prev`` true inside a compiled model (torchao docs: float8
-needs torch.compile "for competitive performance") and false for a stand-alone linear.
+The recipes themselves (what each library casts, in which dtype it gathers, which GEMM kernel
+it runs, with sources) are data in ``fp8_recipes.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from flopwise.errors import FlopwiseError
+from .fp8_recipes import BF16_BYTES, FP8_BYTES, Fp8Recipe
 
 if TYPE_CHECKING:
     from flopwise.hardware import Hardware
 
     from .context import ModelContext
-
-#: Bytes per element of a 16-bit tensor and of its FP8 copy.
-_B16 = 2.0
-_B8 = 1.0
-FP8_BYTES = _B8
-
-#: Rate of PyTorch's CUTLASS row-wise-scaled FP8 GEMM (fast accumulation) relative to the cuBLAS
-#: tensor-wise GEMM on H100: "most shapes are within 90-100% of tensor-wise efficiency, but
-#: there's a long tail going down to 50%" (pytorch/pytorch#147971, Feb 2025, over a sweep of
-#: M, N, K); the midpoint of the stated bulk, 0.95, is taken.
-ROWWISE_GEMM_FRACTION = 0.95
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Fp8Recipe:
-    """What one FP8 scaling recipe does around every FP8 linear layer."""
-
-    name: str
-    library: str
-    summary: str
-    # bytes per element of an activation or output gradient cast for the GEMMs, excluding the
-    # amax read; amax_read_bytes is added unless the read fuses into the producing kernel
-    act_cast_bytes: float
-    amax_read_bytes: float
-    amax_fuses_with_producer: bool
-    # bytes per weight element cast each microbatch (0: cast on the FSDP shard / once per step)
-    weight_cast_bytes: float
-    # cast kernels per activation/gradient and per weight (each pays a launch)
-    act_cast_kernels: int
-    weight_cast_kernels: int
-    # activations cast on the local sequence-parallel shard, then all-gathered in FP8;
-    # False: all-gathered in 16-bit and cast on the gathered tensor
-    fp8_tp_all_gather: bool
-    # async-TP fuses the all-gather with the consuming matmul
-    async_tp_fuses_all_gather: bool
-    # FSDP/ZeRO-3 gathers the linear weights in FP8, cast on the shard (torchao
-    # enable_fsdp_float8_all_gather); False: 16-bit gathers
-    fp8_fsdp_all_gather: bool
-    fwd_gemm_fraction: float  # rate of the forward GEMM relative to a tensor-wise FP8 GEMM
-    dgrad_gemm_fraction: float
-    wgrad_dtype: str  # "fp8", or "bf16" when the weight gradient stays 16-bit
-    # the backward GEMMs' 16-bit outputs are rescaled by a separate kernel (read + write)
-    bwd_output_rescale: bool
-    sources: tuple[str, ...] = ()
-
-    def act_bytes(self, fused: bool) -> float:
-        """Bytes per element to make one activation/gradient ready for its GEMMs."""
-        amax = 0.0 if fused and self.amax_fuses_with_producer else self.amax_read_bytes
-        return self.act_cast_bytes + amax
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "library": self.library,
-            "summary": self.summary,
-            "act_cast_bytes": self.act_cast_bytes,
-            "amax_read_bytes": self.amax_read_bytes,
-            "weight_cast_bytes": self.weight_cast_bytes,
-            "fp8_tp_all_gather": self.fp8_tp_all_gather,
-            "fp8_fsdp_all_gather": self.fp8_fsdp_all_gather,
-            "fwd_gemm_fraction": self.fwd_gemm_fraction,
-            "wgrad_dtype": self.wgrad_dtype,
-            "bwd_output_rescale": self.bwd_output_rescale,
-            "sources": list(self.sources),
-        }
-
-
-_TORCHAO_ROOFLINE = (
-    "pytorch/ao torchao/testing/float8/roofline_utils.py get_tensor_memory_traffic_ovhd_s "
-    "(commit 03c850a, June 2025)"
-)
-
-_RECIPES: tuple[Fp8Recipe, ...] = (
-    Fp8Recipe(
-        name="tensorwise",
-        library="torchao",
-        summary="torchao dynamic tensor-wise scaling with float8 all-gather (torchtitan's "
-        "default float8 recipe)",
-        act_cast_bytes=_B16 + 2 * _B8,
-        amax_read_bytes=_B16,
-        amax_fuses_with_producer=True,
-        weight_cast_bytes=0.0,
-        act_cast_kernels=2,  # amax (two-stage reduction counted as one) + cast
-        weight_cast_kernels=0,
-        fp8_tp_all_gather=True,
-        async_tp_fuses_all_gather=True,
-        fp8_fsdp_all_gather=True,
-        fwd_gemm_fraction=1.0,
-        dgrad_gemm_fraction=1.0,
-        wgrad_dtype="fp8",
-        bwd_output_rescale=False,
-        sources=(
-            _TORCHAO_ROOFLINE,
-            "pytorch/torchtitan docs/float8.md: float8 all-gather for FSDP and, by default, TP",
-        ),
-    ),
-    Fp8Recipe(
-        name="rowwise",
-        library="torchao",
-        summary="torchao row-wise (axis-wise) scaling, power-of-2 scales, 16-bit all-gathers",
-        act_cast_bytes=(_B8 + _B16) + (_B16 + _B8),
-        amax_read_bytes=_B16,
-        amax_fuses_with_producer=True,
-        weight_cast_bytes=(_B16 + _B8) + 2 * _B16 + (_B16 + _B8),
-        act_cast_kernels=2,
-        weight_cast_kernels=3,
-        fp8_tp_all_gather=False,
-        async_tp_fuses_all_gather=False,
-        fp8_fsdp_all_gather=False,
-        fwd_gemm_fraction=ROWWISE_GEMM_FRACTION,
-        dgrad_gemm_fraction=1.0,
-        wgrad_dtype="fp8",
-        bwd_output_rescale=True,
-        sources=(
-            _TORCHAO_ROOFLINE,
-            "pytorch/ao torchao/float8/float8_ops.py addmm_float8_unwrapped: backward GEMMs "
-            "(use_fast_accum=False) run tensor-wise cuBLAS and rescale the output; ao#2184",
-            "pytorch/pytorch#147971 (row-wise GEMM rate); pytorch/pytorch#149990 (async-TP "
-            "all-gather-matmul not fused with row-wise scales); pytorch/ao#2145 (no float8 "
-            "all-gather for rowwise)",
-        ),
-    ),
-    Fp8Recipe(
-        name="rowwise-gw-hp",
-        library="torchao",
-        summary="torchao rowwise_with_gw_hp: row-wise forward and data gradient, 16-bit "
-        "weight gradient",
-        act_cast_bytes=_B8,
-        amax_read_bytes=_B16,
-        amax_fuses_with_producer=True,
-        weight_cast_bytes=2 * (_B16 + _B8),
-        act_cast_kernels=1,
-        weight_cast_kernels=2,
-        fp8_tp_all_gather=False,
-        async_tp_fuses_all_gather=False,
-        fp8_fsdp_all_gather=False,
-        fwd_gemm_fraction=ROWWISE_GEMM_FRACTION,
-        dgrad_gemm_fraction=ROWWISE_GEMM_FRACTION,
-        wgrad_dtype="bf16",
-        bwd_output_rescale=False,
-        sources=(_TORCHAO_ROOFLINE,),
-    ),
-    Fp8Recipe(
-        name="delayed",
-        library="transformer-engine",
-        summary="Transformer Engine DelayedScaling: scale from the amax history, one fused "
-        "cast-transpose per tensor (Megatron-Core and NeMo default)",
-        act_cast_bytes=_B16 + 2 * _B8,
-        amax_read_bytes=0.0,
-        amax_fuses_with_producer=True,
-        weight_cast_bytes=0.0,  # cast once per step (is_first_microbatch caching)
-        act_cast_kernels=1,
-        weight_cast_kernels=0,
-        fp8_tp_all_gather=True,
-        async_tp_fuses_all_gather=True,
-        fp8_fsdp_all_gather=False,
-        fwd_gemm_fraction=1.0,
-        dgrad_gemm_fraction=1.0,
-        wgrad_dtype="fp8",
-        bwd_output_rescale=False,
-        sources=(
-            "NVIDIA TransformerEngine docs, FP8 Delayed Scaling: one tensor read per "
-            "quantization instead of two (TransformerEngine#2343)",
-            "Megatron-LM --fp8-recipe default 'delayed'; NeMo MegatronMixedPrecision "
-            "fp8_recipe default 'delayed'",
-            "TransformerEngine transformer_engine/pytorch/module/layernorm_linear.py (2024): the "
-            "norm writes its output in FP8 and sequence parallelism all-gathers it in FP8",
-        ),
-    ),
-    Fp8Recipe(
-        name="current",
-        library="transformer-engine",
-        summary="Transformer Engine Float8CurrentScaling: an amax pass, then the fused "
-        "cast-transpose",
-        act_cast_bytes=_B16 + 2 * _B8,
-        amax_read_bytes=_B16,
-        amax_fuses_with_producer=False,
-        weight_cast_bytes=0.0,
-        act_cast_kernels=2,
-        weight_cast_kernels=0,
-        fp8_tp_all_gather=True,
-        async_tp_fuses_all_gather=True,
-        fp8_fsdp_all_gather=False,
-        fwd_gemm_fraction=1.0,
-        dgrad_gemm_fraction=1.0,
-        wgrad_dtype="fp8",
-        bwd_output_rescale=False,
-        sources=(
-            "NVIDIA TransformerEngine docs, FP8 Current Scaling: the amax of the tensor is "
-            "computed before it is quantized (two reads per quantization)",
-        ),
-    ),
-)
-
-FP8_RECIPES: Mapping[str, Fp8Recipe] = MappingProxyType({r.name: r for r in _RECIPES})
-FP8_RECIPE_NAMES: tuple[str, ...] = tuple(FP8_RECIPES)
-
-
-def get_fp8_recipe(name: str) -> Fp8Recipe:
-    """The recipe called `name`, or a one-line error naming the valid ones."""
-    r = FP8_RECIPES.get(name)
-    if r is None:
-        raise FlopwiseError(f"fp8 recipe {name!r} is not one of {', '.join(FP8_RECIPE_NAMES)}")
-    return r
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,9 +48,9 @@ def linear_cast_bytes(
     w_kernels = recipe.weight_cast_kernels
     if weight_cast and w_bytes == 0.0:
         # cast here rather than on a shard (tensor-wise) or once per step (delayed/current)
-        w_bytes = recipe.amax_read_bytes + 2 * (_B16 + _B8)
+        w_bytes = recipe.amax_read_bytes + 2 * (BF16_BYTES + FP8_BYTES)
         w_kernels = 3
-    rescale = (m * k + k * n) * 2 * _B16 if recipe.bwd_output_rescale else 0.0
+    rescale = (m * k + k * n) * 2 * BF16_BYTES if recipe.bwd_output_rescale else 0.0
     kernels = 2 * recipe.act_cast_kernels + (w_kernels if weight_cast else 0)
     kernels += 2 if recipe.bwd_output_rescale else 0
     return LinearCastBytes(
@@ -398,5 +147,5 @@ def layer_cast_cost(
         separate = ctx.job.profile.separate_projections
         in_proj = (2 if m.is_mla else 3) + mult if separate else 2
         dgrad = in_proj * h + attn_in + width / tp
-        bwd_bytes += (dgrad * t + weights) * 2 * _B16
+        bwd_bytes += (dgrad * t + weights) * 2 * BF16_BYTES
     return LayerCastCost(fwd_s=fwd_bytes / ctx.bw_bytes_s, bwd_s=bwd_bytes / ctx.bw_bytes_s)

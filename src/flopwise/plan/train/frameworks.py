@@ -42,7 +42,7 @@ class FrameworkProfile:
     pp_scatter_gather: bool  # p2p sends split over TP ranks (Megatron scatter/gather)
     ep_comm_overlap: bool  # expert all-to-all under another microbatch's compute
     recipes: Mapping[str, str]  # dtype -> training-state recipe
-    # FP8 scaling recipe of --dtype fp8 (plan/train/fp8.py): Transformer Engine's delayed
+    # FP8 scaling recipe of --dtype fp8 (plan/train/fp8_recipes.py): Transformer Engine's delayed
     # scaling unless the framework trains FP8 otherwise
     fp8_recipe: str = "delayed"
     # the attention's Q, K and V projections and the MLP's gate and up projections are

@@ -77,7 +77,7 @@ class TrainJob:
     # MaxText remat_policy=custom: (tensor, "device" | "offload" | "remat") pairs
     # (workload/remat.py); tensors not named are recomputed, the layer input stays on device
     remat_tensors: tuple[tuple[str, str], ...] = ()
-    # FP8 scaling recipe (plan/train/fp8.py); None: the framework profile's. Only with fp8
+    # FP8 scaling recipe (plan/train/fp8_recipes.py); None: the framework profile's. Only with fp8
     fp8_recipe: str | None = None
 
     def __post_init__(self) -> None:
@@ -115,7 +115,7 @@ class TrainJob:
                 f"attention {self.attention!r} is not one of {', '.join(ATTENTION_IMPLS)}"
             )
         if self.fp8_recipe is not None:
-            from flopwise.plan.train.fp8 import get_fp8_recipe
+            from flopwise.plan.train.fp8_recipes import get_fp8_recipe
 
             get_fp8_recipe(self.fp8_recipe)
             if self.dtype != "fp8":

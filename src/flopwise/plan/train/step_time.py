@@ -44,7 +44,8 @@ from .constants import (
 )
 from .context import ModelContext
 from .dp_comm import dp_exposed_s, tied_embedding_s
-from .fp8 import FP8_BYTES, layer_cast_cost
+from .fp8 import layer_cast_cost
+from .fp8_recipes import FP8_BYTES
 from .layout import Layout
 from .memory import _stage_params
 from .recipes import grad_reduce_bytes

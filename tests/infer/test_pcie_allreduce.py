@@ -8,8 +8,8 @@ import pytest
 from flopwise.catalog.collectives import intra_collective, load_intra_collectives
 from flopwise.hardware import hardware_from_catalog
 from flopwise.plan.efficiency import SCALEUP_ALPHA_S, SCALEUP_LINK_FRACTION
+from flopwise.plan.infer.comm import allreduce_s
 from flopwise.plan.infer.constants import get_engine
-from flopwise.plan.infer.latency import allreduce_s
 from flopwise.plan.roofline import collective_time_s, tier_for
 from flopwise.units import GB
 

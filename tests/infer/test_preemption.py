@@ -123,7 +123,7 @@ def test_a_larger_token_budget_leaves_a_smaller_kv_pool() -> None:
 
 def test_vllm_all_reduces_of_8_mib_and_more_take_the_ring() -> None:
     # vLLM's CustomAllreduce(max_size=8192 * 1024): should_custom_ar needs inp_size < max_size
-    from flopwise.plan.infer.latency import allreduce_s
+    from flopwise.plan.infer.comm import allreduce_s
 
     hw, vllm = hardware_from_catalog("mi300x"), get_engine("vllm")
     cheapest = replace(vllm, custom_allreduce_max_bytes=None)

@@ -19,12 +19,12 @@ from dataclasses import dataclass, replace
 from flopwise.hardware import Hardware
 from flopwise.plan.efficiency import KERNEL_LAUNCH_S
 from flopwise.plan.gemm import compute_efficiency, shape_correction
+from flopwise.plan.infer.comm import allreduce_s, node_gpus
 from flopwise.plan.infer.constants import (
     ALLREDUCE_ELEMENT_BYTES,
     ELEMENTWISE_KERNELS_PER_LAYER,
     FP8_ATTENTION_SPEEDUP,
     RIDGE_SMOOTHING_P,
-    TRTLLM_ALLREDUCE_ONESHOT_BELOW,
     EngineProfile,
 )
 from flopwise.plan.infer.moe_kernels import routing_cost
@@ -35,7 +35,7 @@ from flopwise.plan.roofline import (
     memory_bw_bytes_per_s,
     tier_for,
 )
-from flopwise.units import GB, TERA
+from flopwise.units import TERA
 from flopwise.workload.memory_bytes import DTYPE_BYTES
 
 
@@ -211,52 +211,6 @@ def attention(flops: float, n_bytes: float, r: Rates, decode: bool) -> Breakdown
     if memory >= compute:
         return Breakdown(activations_s=memory, overhead_s=KERNEL_LAUNCH_S, flops=flops)
     return Breakdown(compute_s=compute, overhead_s=KERNEL_LAUNCH_S, flops=flops)
-
-
-def node_gpus(hw: Hardware) -> int:
-    """GPUs that talk without the scale-out network: the scale-up domain, or the whole node.
-
-    PCIe cards (L40S, A100 PCIe) have a scale-up domain of one card, yet tensor parallelism
-    inside their 8-GPU server runs over PCIe (the card's scale-up link rate) rather than the
-    NICs; the node type (``--system``, or the catalog's first node for the card) says how many.
-    """
-    domain = max(1, hw.scaleup_domain)
-    if hw.system_id is None:
-        return domain
-    from flopwise.catalog.systems import get_system
-
-    return max(domain, get_system(hw.system_id).gpus_per_node)
-
-
-def allreduce_s(n_bytes: float, tp: int, hw: Hardware, engine: EngineProfile) -> float:
-    """One TP all-reduce as the engine dispatches it: the cheapest of ring (NCCL) and the
-    one-/two-shot custom kernels, or TensorRT-LLM's AUTO rule (one-shot below a size threshold,
-    NCCL above: constants.TRTLLM_ALLREDUCE_ONESHOT_BELOW).
-
-    The custom kernels need every rank's buffer reachable over NVLink: TensorRT-LLM's
-    AllreducePlugin::selectImplementation falls back to NCCL when peer access is missing and,
-    under the default AUTO strategy, whenever the group is not NVLink-connected
-    (cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp); vLLM and SGLang disable their
-    custom all-reduce on more than two PCIe-only GPUs. A group larger than the scale-up domain
-    therefore pays NCCL's ring (over PCIe inside a node, the network across nodes).
-    """
-    if tp <= 1 or n_bytes <= 0:
-        return 0.0
-    spans = tp > node_gpus(hw)
-    tier = tier_for(hw, tp, spans_nodes=spans)
-    ring = collective_time_s("all_reduce", n_bytes, tp, tier)
-    if spans or tp > max(1, hw.scaleup_domain):
-        return ring
-    limit = engine.custom_allreduce_max_bytes
-    if limit is not None and n_bytes >= limit:
-        return ring  # beyond the custom kernel's buffer: NCCL/RCCL
-    bw = tier.bw_for("all_reduce") * GB
-    one_shot = engine.allreduce_latency_s + (tp - 1) * n_bytes / bw
-    if engine.allreduce_policy == "trtllm":
-        below = next(b for group, b in TRTLLM_ALLREDUCE_ONESHOT_BELOW if tp <= group)
-        return one_shot if n_bytes < below else ring
-    two_shot = 2 * engine.allreduce_latency_s + 2 * (tp - 1) / tp * n_bytes / bw
-    return min(ring, one_shot, two_shot)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,14 +7,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from flopwise.plan.infer.comm import node_gpus
 from flopwise.plan.infer.context import Context
-from flopwise.plan.infer.latency import (
-    Breakdown,
-    Pass,
-    engine_overhead,
-    node_gpus,
-    stage_pass_time,
-)
+from flopwise.plan.infer.latency import Breakdown, Pass, engine_overhead, stage_pass_time
 from flopwise.plan.infer.shard import mean_decode_keys, prefill_pairs
 from flopwise.plan.roofline import collective_time_s, tier_for
 

@@ -26,14 +26,12 @@ from flopwise.plan.train.constants import (
     fraction_group,
 )
 from flopwise.plan.train.interval import (
-    INTERVAL_LEVEL,
-    LONG_CONTEXT_TOKENS,
     is_long_context,
-    regime_name,
 )
 from flopwise.validate.common import SkippedRow
 from flopwise.validate.memory import unresolved_misfits
-from flopwise.validate.scoring import Summary, new_family_bounds, summarize
+from flopwise.validate.scoring import Summary, summarize
+from flopwise.validate.train_intervals import interval_coverage, interval_table
 from flopwise.validate.train_rows import (
     FAMILIES,
     PosedRow,
@@ -239,104 +237,13 @@ class TrainingValidation:
             )
         return out
 
-    def residuals(
-        self, validated: bool, generic: bool, long_context: bool
-    ) -> list[tuple[str, float]]:
-        """(family, measured/predicted step) of the out-of-sample rows in one regime."""
-        return [
-            (r.posed.family, r.step_ratio(generic))
-            for r in self.rows
-            if r.validated_die == validated and r.long_context == long_context
-        ]
-
-    def _bounds(
-        self, validated: bool, generic: bool, long_context: bool, without: str | None = None
-    ) -> tuple[tuple[float, float], int] | None:
-        """(10th, 90th percentile of a new family's measured/predicted step, n) in one
-        regime, from the residuals of every family but `without`; None when fewer than five.
-
-        A long-context regime without residuals takes the shorter rows' regime. Out of
-        sample, only dies run by a single source family are unvalidated (TPUs: MaxText), so the
-        unvalidated regime's residuals say how that one die family erred; an unseen die may
-        err either way: its bounds are the hull with the validated regime's.
-        """
-        pairs = [p for p in self.residuals(validated, generic, long_context) if p[0] != without]
-        if len(pairs) < 5:
-            if long_context:
-                return self._bounds(validated, generic, False, without)
-            return None
-        lo, hi = new_family_bounds(pairs, 0.10, 0.90)
-        if not validated:
-            v = self._bounds(True, generic, long_context, without)
-            if v is not None:
-                lo, hi = min(lo, v[0][0]), max(hi, v[0][1])
-        return (lo, hi), len(pairs)
-
     def interval_table(self) -> dict[str, dict[str, float]]:
-        """Per regime: 10th/90th percentile of measured/predicted step time for a job of an
-        unseen source family (scoring.new_family_ratios), and n."""
-        out: dict[str, dict[str, float]] = {}
-        for long_context in (False, True):
-            for validated in (True, False):
-                for generic in (False, True):
-                    if long_context and not self.residuals(validated, generic, True):
-                        continue  # the planner falls back to the shorter rows' regime
-                    b = self._bounds(validated, generic, long_context)
-                    if b is None:
-                        continue
-                    (lo, hi), n = b
-                    out[regime_name(validated, not generic, long_context)] = {
-                        "lo": round(lo, 4),
-                        "hi": round(hi, 4),
-                        "n": n,
-                    }
-        return out
+        """Per regime: 10th/90th percentile of measured/predicted step time (train_intervals)."""
+        return interval_table(self.rows)
 
     def interval_coverage(self) -> dict[str, Any]:
-        """Honest coverage: each family's rows against intervals built without that family,
-        in the row's regime (validated die, sequence length)."""
-        inside = total = 0
-        per_family: dict[str, list[int]] = {}
-        per_regime: dict[str, list[int]] = {}
-        bounds: dict[tuple[str, bool, bool], tuple[tuple[float, float], int] | None] = {}
-        for r in self.rows:
-            fam = r.posed.family
-            key = (fam, r.validated_die, r.long_context)
-            if key not in bounds:
-                # the row's own family has rows in the regime, so the others must have some
-                # for a fair test: an unvalidated die is validated only by its own family
-                bounds[key] = (
-                    self._bounds(r.validated_die, False, r.long_context, without=fam)
-                    if r.validated_die
-                    else None
-                )
-            b = bounds[key]
-            if b is None:
-                continue
-            (lo, hi), _ = b
-            hit = int(lo <= r.step_ratio() <= hi)
-            inside += hit
-            total += 1
-            for table, name in (
-                (per_family, fam),
-                (per_regime, "long-context" if r.long_context else "shorter"),
-            ):
-                cell = table.setdefault(name, [0, 0])
-                cell[0] += hit
-                cell[1] += 1
-        return {
-            "level_pct": 100.0 * INTERVAL_LEVEL,
-            "coverage_pct": 100.0 * inside / total if total else None,
-            "n": total,
-            "by_family_pct": {f: 100.0 * a / n for f, (a, n) in per_family.items()},
-            "by_sequence_length": {
-                name: {"coverage_pct": 100.0 * a / n, "n": n} for name, (a, n) in per_regime.items()
-            },
-            "method": "each family's out-of-sample rows against 10th-90th percentile "
-            "intervals built from the other families' out-of-sample residuals in the row's "
-            "regime (every family's bias combined with every row's scatter inside its family; "
-            f"sequences of {LONG_CONTEXT_TOKENS:,} tokens and more form their own regime)",
-        }
+        """Honest coverage of the intervals, each family against the others (train_intervals)."""
+        return interval_coverage(self.rows)
 
     @property
     def memory(self) -> Summary:

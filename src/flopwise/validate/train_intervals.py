@@ -16,6 +16,9 @@ from flopwise.validate.scoring import new_family_bounds
 if TYPE_CHECKING:
     from flopwise.validate.training import ScoredRow
 
+#: Fewest residuals a regime needs for bounds of its own.
+MIN_RESIDUALS = 5
+
 
 def residuals(
     rows: Sequence[ScoredRow], validated: bool, generic: bool, long_context: bool
@@ -36,7 +39,8 @@ def bounds(
     without: str | None = None,
 ) -> tuple[tuple[float, float], int] | None:
     """(10th, 90th percentile of a new family's measured/predicted step, n) in one
-    regime, from the residuals of every family but `without`; None when fewer than five.
+    regime, from the residuals of every family but `without`; None when fewer than
+    MIN_RESIDUALS.
 
     A long-context regime without residuals takes the shorter rows' regime. Out of
     sample, only dies run by a single source family are unvalidated (TPUs: MaxText), so the
@@ -44,7 +48,7 @@ def bounds(
     err either way: its bounds are the hull with the validated regime's.
     """
     pairs = [p for p in residuals(rows, validated, generic, long_context) if p[0] != without]
-    if len(pairs) < 5:
+    if len(pairs) < MIN_RESIDUALS:
         if long_context:
             return bounds(rows, validated, generic, False, without)
         return None
@@ -63,8 +67,11 @@ def interval_table(rows: Sequence[ScoredRow]) -> dict[str, dict[str, float]]:
     for long_context in (False, True):
         for validated in (True, False):
             for generic in (False, True):
-                if long_context and not residuals(rows, validated, generic, True):
-                    continue  # the planner falls back to the shorter rows' regime
+                if long_context and len(residuals(rows, validated, generic, True)) < MIN_RESIDUALS:
+                    # too few to stand alone: bounds() would return the shorter regime's, and
+                    # written under the long-context name they would be labelled as long
+                    # runs' residuals; the planner falls back to the shorter regime itself
+                    continue
                 b = bounds(rows, validated, generic, long_context)
                 if b is None:
                     continue

@@ -25,9 +25,7 @@ from flopwise.plan.train.constants import (
     SUSTAINED_COMPUTE_FRACTION,
     fraction_group,
 )
-from flopwise.plan.train.interval import (
-    is_long_context,
-)
+from flopwise.plan.train.interval import is_long_context
 from flopwise.validate.common import SkippedRow
 from flopwise.validate.memory import unresolved_misfits
 from flopwise.validate.scoring import Summary, summarize

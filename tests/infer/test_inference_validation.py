@@ -49,6 +49,22 @@ def test_at_least_400_rows_scored_with_both_predictions() -> None:
     assert gptj[0]["command"].endswith("--no-fp8-context-attention")
 
 
+def test_errors_are_reported_by_weight_precision_and_replica_size() -> None:
+    doc = _doc()
+    regimes = {g["regime"]: g for g in doc["by_regime"]}
+    assert {"16-bit, 1 GPU", "16-bit, multi-GPU", "fp8, 1 GPU", "fp8, multi-GPU"} <= set(regimes)
+    # the regimes partition the scored rows, and each one's bias is its rows' mean error
+    assert sum(g["n"] for g in regimes.values()) == doc["out_of_sample"]["n"]
+    multi16 = [
+        r["error_out_of_sample_pct"]
+        for r in doc["rows"]
+        if "--weight-dtype fp16" in r["command"] or "--weight-dtype bf16" in r["command"]
+        if "--gpus 1 " not in r["command"] + " "
+    ]
+    assert regimes["16-bit, multi-GPU"]["n"] == len(multi16)
+    assert regimes["16-bit, multi-GPU"]["bias_pct"] == pytest.approx(sum(multi16) / len(multi16))
+
+
 def test_out_of_sample_refits_only_what_is_fitted() -> None:
     from flopwise.validate.inference import FITTED_CONSTANTS
 

@@ -95,6 +95,21 @@ def test_scores_are_reported_by_family_and_accelerator(report) -> None:  # type:
     assert by_len["long-context"]["coverage_pct"] >= 70.0
 
 
+def test_point_errors_are_reported_by_sequence_length(report) -> None:  # type: ignore[no-untyped-def]
+    d = report.to_dict()
+    slices = {g["name"]: g for g in d["by_sequence_length"]}
+    assert set(slices) == {"shorter", "long-context"}
+    # the two slices partition the scored rows
+    assert sum(g["out_of_sample"]["n"] for g in slices.values()) == d["out_of_sample"]["n"]
+    long_ids = {r.posed.id for r in report.rows if r.posed.seq_len >= 32_768}
+    assert slices["long-context"]["out_of_sample"]["n"] == len(long_ids)
+    # what the slice must show: each slice's bias is the mean of its own rows' errors
+    errs = [r.error_oos_pct for r in report.rows if r.posed.id in long_ids]
+    assert slices["long-context"]["out_of_sample"]["bias_pct"] == pytest.approx(
+        sum(errs) / len(errs)
+    )
+
+
 # ---- published runs not in the shared file ---------------------------------------------------
 
 # Llama 3 (arXiv:2407.21783) Table 4: 405B on H100 (Grand Teton, 400 Gb/s RoCE), BF16 MFU.

@@ -58,7 +58,13 @@ def show_training_validation(rep: dict[str, Any], rows: bool = False) -> None:
             right=(1, 2, 3, 4),
         )
     )
-    for title, key in (("By source family", "by_family"), ("By accelerator", "by_accelerator")):
+    for title, key in (
+        ("By source family", "by_family"),
+        ("By accelerator", "by_accelerator"),
+        ("By sequence length (long-context: 32K tokens and more)", "by_sequence_length"),
+    ):
+        if not rep.get(key):
+            continue
         out.print(
             table(
                 title,
@@ -335,11 +341,17 @@ def show_inference_validation(rep: dict[str, Any], rows: bool = False) -> None:
             right=right,
         )
     )
-    for key, title in (("by_family", "family"), ("by_accelerator", "accelerator")):
+    for key, title, heading in (
+        ("by_family", "family", "family"),
+        ("by_accelerator", "accelerator", "accelerator"),
+        ("by_regime", "regime", "weight precision and replica size"),
+    ):
+        if not rep.get(key):
+            continue
         cols[0] = title
         out.print(
             table(
-                f"Inference by {title} (out of sample; in-sample beside)",
+                f"Inference by {heading} (out of sample; in-sample beside)",
                 cols,
                 _group_rows(rep[key], title),
                 right=right,

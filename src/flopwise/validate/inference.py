@@ -309,12 +309,24 @@ class InferenceValidation:
             "by_family": self._groups(lambda s: s.target.row.family, "family"),
             "by_accelerator": self._groups(lambda s: s.target.row.accelerator, "accelerator"),
             "by_metric": self._groups(lambda s: s.target.metric, "metric"),
+            "by_regime": self._groups(lambda s: serving_regime(s.target.row), "regime"),
             "interval_coverage_pct": self.interval_coverage_pct,
             "fitted": self.fitted,
             "posed_rows": self.posed,
             "rows": [s.to_dict() for s in self.rows],
             "skipped": [{"id": i, "reason": why} for i, why in self.skipped],
         }
+
+
+def serving_regime(row: PosedRow) -> str:
+    """Weight precision and replica size of a row: "16-bit, 1 GPU", "fp8, multi-GPU", ...
+
+    The published rows' bias differs by these two more than by model or engine version (16-bit
+    TensorRT-LLM replicas of several GPUs run slower than planned, docs/inference-validation.md),
+    so validate reports them apart.
+    """
+    dtype = "16-bit" if row.weight_dtype in ("fp16", "bf16") else row.weight_dtype
+    return f"{dtype}, {'1 GPU' if row.gpus == 1 else 'multi-GPU'}"
 
 
 def _family(t: Target) -> str:

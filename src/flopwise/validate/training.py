@@ -261,6 +261,11 @@ class TrainingValidation:
             "in_sample": self.in_sample.to_dict(),
             "by_family": self.grouped(lambda r: r.posed.family),
             "by_accelerator": self.grouped(lambda r: r.posed.accelerator),
+            # where the point estimate is biased, not only how wide its interval is: shorter
+            # sequences and long-context runs (the regimes train_intervals sizes separately)
+            "by_sequence_length": self.grouped(
+                lambda r: "long-context" if r.long_context else "shorter"
+            ),
             "fitted_constants": {
                 "sustained_compute_fraction": {
                     "shipped": dict(SUSTAINED_COMPUTE_FRACTION),

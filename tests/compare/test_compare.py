@@ -153,6 +153,38 @@ def test_infer_compare_prices_tokens_and_drops_what_does_not_fit() -> None:
     assert any(r["pareto"] for r in doc["rows"])
 
 
+def test_infer_compare_ranges_the_ranked_numbers_and_names_overlaps() -> None:
+    model = load_model("llama-3.1-8b")
+    job = CompareInferJob(batch=32, input_len=1000, output_len=500)
+    offers = from_accelerators(["h100-sxm", "h200-sxm", "a100-sxm-80gb", "l40s"])
+    doc = compare_infer(model, job, offers).to_dict()
+    for r in doc["rows"]:
+        cost, rate = r["cost_per_million_output_tokens"], r["output_tokens_per_s"]
+        lo, hi = r["cost_per_million_output_tokens_interval"]
+        t_lo, t_hi = r["output_tokens_per_s_interval"]
+        # price over throughput: the cost range is the tokens/s range inverted
+        assert lo == pytest.approx(cost * rate / t_hi) and hi == pytest.approx(cost * rate / t_lo)
+        assert lo <= cost <= hi
+        e_lo, e_hi = r["e2e_latency_s_interval"]
+        assert e_lo <= r["e2e_latency_s"] <= e_hi
+        # the first token moves with the TTFT range, the decode after it with the TPOT range
+        first = r["ttft_ms"] / 1e3
+        decode = r["e2e_latency_s"] - first
+        assert e_hi == pytest.approx(
+            r["ttft_ms_interval"][1] / 1e3 + decode * r["tpot_ms_interval"][1] / r["tpot_ms"]
+        )
+    # ranked by cost, every row whose cost range meets the first's is named, and only those
+    first_lo, first_hi = doc["rows"][0]["cost_per_million_output_tokens_interval"]
+    expected = [
+        i
+        for i, r in enumerate(doc["rows"][1:], start=1)
+        if r["cost_per_million_output_tokens_interval"][0] <= first_hi
+        and first_lo <= r["cost_per_million_output_tokens_interval"][1]
+    ]
+    assert expected, "these four accelerators' cost ranges are expected to meet"
+    assert doc["within_error_of_first"] == [i + 1 for i in expected]
+
+
 def test_cli_compare_json_is_one_document() -> None:
     proc = run_cli(
         "compare", "train", "llama-3.1-70b", "--tokens", "15T", "--gpus", "1024", "--json"

@@ -171,8 +171,44 @@ def _row(c: Candidate, est: dict[str, Any], net: dict[str, Any], hw: Hardware) -
         "output_tokens_per_s_interval": scaled_interval(
             plan.get("output_tokens_per_s_interval"), float(replicas)
         ),
+        **_online_ranges(est, plan, cost),
         **_offline(est.get("offline"), c.price_per_hour, tokens_per_s, est),
         "_plan": plan,
+    }
+
+
+def _online_ranges(
+    est: dict[str, Any], plan: dict[str, Any], cost: float | None
+) -> dict[str, tuple[float, float] | None]:
+    """80% ranges of the two numbers a comparison ranks on, from the plan's own intervals.
+
+    Cost per million output tokens is price over throughput, so its range is the inverse of
+    the tokens/s range. End-to-end latency is the first token plus the decode that follows:
+    the prefill part moves with the TTFT interval and the decode part with the TPOT interval
+    (both come from the same residuals, so their ends are taken together). None where the
+    plan gives no interval.
+    """
+    tok = _interval(plan.get("output_tokens_per_s_interval"))
+    rate = float(est["output_tokens_per_s"] or 0.0)
+    cost_iv = None
+    if cost is not None and tok is not None and rate > 0 and tok[0] > 0:
+        cost_iv = (cost * rate / tok[1], cost * rate / tok[0])
+    ttft_iv = _interval(plan.get("ttft_ms_interval"))
+    tpot_iv = _interval(plan.get("tpot_ms_interval"))
+    e2e_iv = None
+    ttft_s = est.get("ttft_ms")
+    tpot = est.get("tpot_ms")
+    e2e = est.get("e2e_latency_s")
+    if ttft_iv and tpot_iv and ttft_s is not None and tpot and e2e is not None:
+        first = float(ttft_s) / 1e3
+        decode = max(0.0, float(e2e) - first)
+        e2e_iv = (
+            ttft_iv[0] / 1e3 + decode * tpot_iv[0] / float(tpot),
+            ttft_iv[1] / 1e3 + decode * tpot_iv[1] / float(tpot),
+        )
+    return {
+        "cost_per_million_output_tokens_interval": cost_iv,
+        "e2e_latency_s_interval": e2e_iv,
     }
 
 

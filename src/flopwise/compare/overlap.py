@@ -18,6 +18,9 @@ INTERVAL_OF: dict[str, str] = {
     "effective_cost_usd": "cost_usd_interval",
     "effective_train_days": "train_days_interval",
     "e2e_latency_s": "e2e_latency_s_interval",
+    "cost_per_million_output_tokens": "cost_per_million_output_tokens_interval",
+    "makespan_s": "makespan_s_interval",
+    "batch_cost_usd": "batch_cost_usd_interval",
 }
 
 

@@ -117,6 +117,8 @@ _INFER_ONLY: tuple[str, ...] = (
     "ttft_ms_interval",
     "tpot_ms_interval",
     "output_tokens_per_s_interval",
+    "cost_per_million_output_tokens_interval",
+    "e2e_latency_s_interval",
 )
 
 
@@ -190,6 +192,8 @@ class CompareRow:
     ttft_ms_interval: tuple[float, float] | None = None
     tpot_ms_interval: tuple[float, float] | None = None
     output_tokens_per_s_interval: tuple[float, float] | None = None
+    cost_per_million_output_tokens_interval: tuple[float, float] | None = None
+    e2e_latency_s_interval: tuple[float, float] | None = None
     # goodput: expected days and cost with failures and restarts, when the planner gives them
     effective_train_days: float | None = None
     effective_cost_usd: float | None = None

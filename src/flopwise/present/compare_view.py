@@ -49,6 +49,11 @@ def _range(iv: list[float] | None) -> str:
     return "" if not iv else f" ({fmt_num(iv[0])}-{fmt_num(iv[1])})"
 
 
+def _money_range(iv: list[float] | None) -> str:
+    """' ($3,500-$4,400)' when the row carries a cost interval, else nothing."""
+    return "" if not iv else f" ({_money(iv[0])}-{_money(iv[1])})"
+
+
 def _money(value: float | None) -> str:
     if value is None:
         return "—"
@@ -73,7 +78,7 @@ def _train_rows(
             + (" *" if r.get("gpus", 0) != r.get("gpus_requested", r.get("gpus")) else ""),
             *((layout_text(r["layout"]), fmt_num(r["step_time_s"], 2)) if planned else ()),
             fmt_num(r["train_days"]) + _range(r.get("train_days_interval")),
-            _money(r["cost_usd"]),
+            _money(r["cost_usd"]) + _money_range(r.get("cost_usd_interval")),
             *((*_effective(r), _money(r.get("effective_cost_usd"))) if goodput else ()),
             _price(r, dated),
             "—" if r["mfu"] is None else f"{r['mfu']:.0%}",
@@ -110,17 +115,23 @@ def _infer_rows(
             _where(r),
             f"{r['replicas']}x{r['gpus_per_replica']} {r['accelerator']}",
             str(r["batch"]),
-            fmt_num(r["ttft_ms"]),
-            fmt_num(r["tpot_ms"], 2),
-            fmt_num(r["output_tokens_per_s"], 0),
+            fmt_num(r["ttft_ms"]) + _range(r.get("ttft_ms_interval")),
+            fmt_num(r["tpot_ms"], 2) + _range(r.get("tpot_ms_interval")),
+            fmt_num(r["output_tokens_per_s"], 0) + _range(r.get("output_tokens_per_s_interval")),
             "—"
             if r["cost_per_million_output_tokens"] is None
-            else f"{r['cost_per_million_output_tokens']:.3f}",
+            else f"{r['cost_per_million_output_tokens']:.3f}"
+            + _cost_range(r.get("cost_per_million_output_tokens_interval")),
             _price(r, dated),
         )
         for r in doc["rows"]
     ]
     return cols, rows, (3, 4, 5, 6, 7)
+
+
+def _cost_range(iv: list[float] | None) -> str:
+    """' (0.110-0.160)' for a $/M-token interval, else nothing."""
+    return "" if not iv else f" ({iv[0]:.3f}-{iv[1]:.3f})"
 
 
 def _span(seconds: float | None) -> str:

@@ -118,11 +118,33 @@ def test_long_context_plans_get_the_long_context_regime() -> None:
     assert hi == pytest.approx(long["step_time_s"] * l_hi)  # type: ignore[operator]
 
 
-def test_long_context_without_residuals_falls_back_and_says_so() -> None:
-    # no TPU run is that long: an unvalidated die's long-context job takes the shorter regime
+def test_long_context_without_residuals_falls_back_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from flopwise.plan.train import interval as interval_mod
+
+    # a table whose unvalidated-die regime has no long-context residuals (as before NeMo's B200
+    # long-sequence rows were posed): the long job takes the shorter regime and says so
+    table = {
+        "regimes": {
+            name: entry
+            for name, entry in interval_mod._table()["regimes"].items()
+            if not name.startswith("unvalidated-die/profile/long")
+        }
+    }
+    monkeypatch.setattr(interval_mod, "_table", lambda: table)
     iv = step_interval(False, True, moe=False, long_context=True)
     short = step_interval(False, True, moe=False)
     assert iv is not None and short is not None
     assert iv.regime == short.regime == "unvalidated-die/profile"
     assert (iv.lo, iv.hi) == (short.lo, short.hi)
     assert "long-context" in iv.note
+
+
+def test_an_unvalidated_die_has_long_context_residuals_of_its_own() -> None:
+    # NeMo's B200 long-sequence rows run on a die without a fitted fraction: their residuals
+    # form the unvalidated die's long-context regime
+    iv = step_interval(False, True, moe=False, long_context=True)
+    assert iv is not None
+    assert iv.regime == "unvalidated-die/profile/long-context"
+    assert iv.n >= 5

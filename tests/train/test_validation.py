@@ -228,3 +228,24 @@ def test_deepseek_v3_gpu_hours_per_trillion_tokens() -> None:
     assert hours["selective"] <= 180e3 * 1.15
     assert hours["full"] >= 180e3 * 0.85
     assert (hours["selective"] + hours["full"]) / 2 == pytest.approx(180e3, rel=0.15)
+
+
+def test_b200_long_sequence_rows_are_posed_on_their_stated_layout(report) -> None:  # type: ignore[no-untyped-def]
+    from flopwise.validate.train_rows import load_training_runs, pose
+
+    rows = {r["id"]: r for r in load_training_runs()}
+    one_m = rows["nemo_lseq_b200_llama3_8b_1024k"]
+    posed = pose(one_m)
+    assert not isinstance(posed, str)
+    argv = list(posed.argv)
+    # the table says 1,024 GPUs but TP 4 x PP 1 x DP 4 x CP 16 = 256; its 4-sequence batch
+    # divides by DP 4, not by the DP 16 the GPU column would need
+    assert argv[argv.index("--gpus") + 1] == "256"
+    assert argv[argv.index("--dp") + 1] == "4"
+    assert "1024 GPUs" in posed.note
+    # no B200 fraction is fitted: its rows use the default in and out of sample, and count as
+    # an unvalidated die for the intervals
+    b200 = [r for r in report.rows if r.posed.accelerator == "b200"]
+    assert len(b200) == 8
+    assert all(not r.validated_die for r in b200)
+    assert "b200" not in report.fitted

@@ -331,6 +331,32 @@ def _peak_memory_gib(row: Row) -> float | None:
     return float(m.group(1)) if m else None
 
 
+#: Tables whose GPU column disagrees with their own layout on every row. NeMo's B200
+#: long-sequence table (performance_long_sequence.md, NeMo 25.04) lists the H100 table's GPU
+#: counts (8 ... 1,024), four times its TPxPPxDPxCP (2 ... 256) on every row. The layout is
+#: the consistent part: at 512K and 1M tokens its batch (8 and 4 sequences) divides by the
+#: stated DP 4 but not by the DP 16 that the GPU column would need. Its metric is TFLOPS per
+#: GPU, so its rows are posed on the stated layout, GPUs = TPxPPxDPxCP.
+GPUS_FROM_LAYOUT_PREFIXES: tuple[str, ...] = ("nemo_lseq_b200_",)
+
+
+def _gpus_of_stated_layout(row: Row, gpus: int) -> tuple[int, str]:
+    """The GPU count to pose, and why when it is not the source's GPU column."""
+    if not row["id"].startswith(GPUS_FROM_LAYOUT_PREFIXES):
+        return gpus, ""
+    degrees = [_int(row, k) for k in ("tp", "pp", "dp", "cp")]
+    product = 1
+    for d in degrees:
+        product *= d or 1
+    if product == gpus:
+        return gpus, ""
+    return product, (
+        f"the table lists {gpus} GPUs for TPxPPxDPxCP = {product} (every row of it 4x; its "
+        "layouts fit its batches, its GPU column does not): posed on the layout's GPUs, the "
+        "metric being per GPU"
+    )
+
+
 def pose(row: Row) -> PosedRow | str:
     """The row as a plan-train command, or the reason it cannot be posed."""
     rid = row["id"]
@@ -343,6 +369,7 @@ def pose(row: Row) -> PosedRow | str:
     gpus, seq = _int(row, "num_gpus"), _int(row, "seq_len")
     if not gpus or not seq:
         return "GPU count or sequence length not published"
+    gpus, gpus_note = _gpus_of_stated_layout(row, gpus)
     metric = _metric(row, family)
     if isinstance(metric, str):
         return metric
@@ -384,7 +411,7 @@ def pose(row: Row) -> PosedRow | str:
         "--memory-headroom",
         "0",
     ]
-    note = "; ".join(n for n in (lay_note, hw_note) if n)
+    note = "; ".join(n for n in (gpus_note, lay_note, hw_note) if n)
     return PosedRow(
         id=rid,
         family=family,

@@ -325,7 +325,9 @@ def validate_training(rows: Sequence[dict[str, str]] | None = None) -> TrainingV
                     predicted_oos=c.at(f),
                     predicted_generic_oos=c.at(f, generic=True),
                     fraction_oos=f,
-                    validated_die=c.group in fit,
+                    # "default" is in every fit: a die without its own rows (B200) is not
+                    # validated by it
+                    validated_die=c.group != "default" and c.group in fit,
                     memory_gib=c.memory_gib,
                     device_gib=c.device_gib,
                     fits=c.fits,

@@ -249,3 +249,24 @@ def test_b200_long_sequence_rows_are_posed_on_their_stated_layout(report) -> Non
     assert len(b200) == 8
     assert all(not r.validated_die for r in b200)
     assert "b200" not in report.fitted
+
+
+def test_tier_rows_without_a_layout_take_their_recipes() -> None:
+    from flopwise.validate.train_rows import load_training_runs, pose
+
+    rows = {r["id"]: r for r in load_training_runs()}
+    for rid, batch, remat in (
+        ("maxtext_tier_v6e_llama31_8b", "4", "custom"),
+        # the recipe's log (9.052 s/step at 905 tokens/s/device) ran 2 sequences per chip
+        ("maxtext_tier_v6e_llama2_70b", "2", "qkv_proj_offloaded"),
+    ):
+        assert not rows[rid]["dp"], "the shared file still leaves this row's layout blank"
+        posed = pose(rows[rid])
+        assert not isinstance(posed, str), posed
+        argv = list(posed.argv)
+        assert argv[argv.index("--microbatch") + 1] == batch
+        assert argv[argv.index("--recompute") + 1] == remat
+        assert argv[argv.index("--dp") + 1] == "256"
+        assert "tpu-recipes" in posed.note
+    # rows the table already states are untouched
+    assert "tpu-recipes" not in pose(rows["maxtext_tier_v6e_llama31_70b"]).note  # type: ignore[union-attr]

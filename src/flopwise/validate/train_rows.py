@@ -29,7 +29,7 @@ from flopwise.validate.train_arch import (
     hardware_flags,
     published_model_id,
 )
-from flopwise.validate.train_remat import maxtext_remat
+from flopwise.validate.train_remat import maxtext_remat, with_recipe_layout
 
 Row = Mapping[str, str]
 
@@ -370,6 +370,8 @@ def pose(row: Row) -> PosedRow | str:
     if not gpus or not seq:
         return "GPU count or sequence length not published"
     gpus, gpus_note = _gpus_of_stated_layout(row, gpus)
+    row, recipe_note = with_recipe_layout(row)
+    gpus_note = "; ".join(n for n in (gpus_note, recipe_note) if n)
     metric = _metric(row, family)
     if isinstance(metric, str):
         return metric

@@ -79,6 +79,7 @@ class Session:
                 missing = [r for r, k in enumerate(keys) if not self.store.check([k])]
             except Exception:
                 raise self.store_lost(exc) from None
+            self.linger_for_survivors(f"named/{self._phase}", missing)
             raise FlopwiseError(
                 f"rank {self.rank}: {self.describe(missing)} did not reach {what} within "
                 f"{self.timeout_s:g}s (dead, hung or unreachable)"
@@ -157,6 +158,7 @@ class Session:
             return self.store_lost(exc)
         inside = [r for r, p in where.items() if p == what]
         never = [r for r, p in where.items() if p != what]
+        self.linger_for_survivors(f"named/{what}", list(where))
         parts = []
         if inside:
             parts.append(f"{self.describe(inside)} stopped inside it and did not report back")
@@ -167,6 +169,27 @@ class Session:
             f"rank {self.rank}: {what} failed after at most {self.timeout_s:g}s: {who} "
             f"(dead, hung or unreachable); backend said: {first}"
         )
+
+    def linger_for_survivors(self, tag: str, lost: Sequence[int]) -> None:
+        """Record that this rank has read what it needs from the store to name `lost`; on
+        rank 0, which hosts the store when no launcher does (srun, mpirun), also wait up to
+        NAMING_GRACE_S for every other survivor to record the same before this process exits
+        and takes the store with it. Without the wait, a survivor a moment behind rank 0 (a
+        loaded host) found the store gone and blamed rank 0 instead of the rank that died."""
+        try:
+            self.store.set(f"{tag}/{self.rank}", "1")
+        except Exception:
+            return
+        if self.rank != 0:
+            return
+        others = [
+            f"{tag}/{r}" for r in range(self.world_size) if r != self.rank and r not in lost
+        ]
+        deadline = time.monotonic() + NAMING_GRACE_S
+        while others and time.monotonic() < deadline:
+            others = [k for k in others if not self._has(k)]
+            if others:
+                time.sleep(0.02)
 
     def _progress(self, rank: int) -> str | None:
         key = f"progress/{rank}"

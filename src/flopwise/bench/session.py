@@ -182,9 +182,7 @@ class Session:
             return
         if self.rank != 0:
             return
-        others = [
-            f"{tag}/{r}" for r in range(self.world_size) if r != self.rank and r not in lost
-        ]
+        others = [f"{tag}/{r}" for r in range(self.world_size) if r != self.rank and r not in lost]
         deadline = time.monotonic() + NAMING_GRACE_S
         while others and time.monotonic() < deadline:
             others = [k for k in others if not self._has(k)]

@@ -196,11 +196,11 @@ def _online_ranges(
     ttft_iv = _interval(plan.get("ttft_ms_interval"))
     tpot_iv = _interval(plan.get("tpot_ms_interval"))
     e2e_iv = None
-    ttft_s = est.get("ttft_ms")
+    ttft_ms = est.get("ttft_ms")
     tpot = est.get("tpot_ms")
     e2e = est.get("e2e_latency_s")
-    if ttft_iv and tpot_iv and ttft_s is not None and tpot and e2e is not None:
-        first = float(ttft_s) / 1e3
+    if ttft_iv and tpot_iv and ttft_ms is not None and tpot and e2e is not None:
+        first = float(ttft_ms) / 1e3
         decode = max(0.0, float(e2e) - first)
         e2e_iv = (
             ttft_iv[0] / 1e3 + decode * tpot_iv[0] / float(tpot),

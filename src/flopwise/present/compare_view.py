@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flopwise.present.console import console, fmt_count, fmt_money, fmt_num, table
@@ -44,14 +45,14 @@ def _price_date(r: dict[str, Any]) -> str:
     return str(r.get("price_date") or r.get("price_published") or "date unknown")
 
 
-def _range(iv: list[float] | None) -> str:
-    """' (150-180)' when the plan gives a prediction interval, else nothing."""
-    return "" if not iv else f" ({fmt_num(iv[0])}-{fmt_num(iv[1])})"
+def _range(iv: list[float] | None, fmt: Callable[[float], str] = fmt_num) -> str:
+    """' (150-180)' when the plan gives a prediction interval, each end written by `fmt`,
+    else nothing."""
+    return "" if not iv else f" ({fmt(iv[0])}-{fmt(iv[1])})"
 
 
-def _money_range(iv: list[float] | None) -> str:
-    """' ($3,500-$4,400)' when the row carries a cost interval, else nothing."""
-    return "" if not iv else f" ({_money(iv[0])}-{_money(iv[1])})"
+def _per_million(value: float) -> str:
+    return f"{value:.3f}"
 
 
 def _money(value: float | None) -> str:
@@ -78,7 +79,7 @@ def _train_rows(
             + (" *" if r.get("gpus", 0) != r.get("gpus_requested", r.get("gpus")) else ""),
             *((layout_text(r["layout"]), fmt_num(r["step_time_s"], 2)) if planned else ()),
             fmt_num(r["train_days"]) + _range(r.get("train_days_interval")),
-            _money(r["cost_usd"]) + _money_range(r.get("cost_usd_interval")),
+            _money(r["cost_usd"]) + _range(r.get("cost_usd_interval"), _money),
             *((*_effective(r), _money(r.get("effective_cost_usd"))) if goodput else ()),
             _price(r, dated),
             "—" if r["mfu"] is None else f"{r['mfu']:.0%}",
@@ -120,18 +121,13 @@ def _infer_rows(
             fmt_num(r["output_tokens_per_s"], 0) + _range(r.get("output_tokens_per_s_interval")),
             "—"
             if r["cost_per_million_output_tokens"] is None
-            else f"{r['cost_per_million_output_tokens']:.3f}"
-            + _cost_range(r.get("cost_per_million_output_tokens_interval")),
+            else _per_million(r["cost_per_million_output_tokens"])
+            + _range(r.get("cost_per_million_output_tokens_interval"), _per_million),
             _price(r, dated),
         )
         for r in doc["rows"]
     ]
     return cols, rows, (3, 4, 5, 6, 7)
-
-
-def _cost_range(iv: list[float] | None) -> str:
-    """' (0.110-0.160)' for a $/M-token interval, else nothing."""
-    return "" if not iv else f" ({iv[0]:.3f}-{iv[1]:.3f})"
 
 
 def _span(seconds: float | None) -> str:

@@ -16,6 +16,7 @@ published (no FLOP convention involved), else the source's TFLOPS per GPU under 
 from __future__ import annotations
 
 import csv
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -344,16 +345,13 @@ def _gpus_of_stated_layout(row: Row, gpus: int) -> tuple[int, str]:
     """The GPU count to pose, and why when it is not the source's GPU column."""
     if not row["id"].startswith(GPUS_FROM_LAYOUT_PREFIXES):
         return gpus, ""
-    degrees = [_int(row, k) for k in ("tp", "pp", "dp", "cp")]
-    product = 1
-    for d in degrees:
-        product *= d or 1
+    product = math.prod(_int(row, k) or 1 for k in ("tp", "pp", "dp", "cp"))
     if product == gpus:
         return gpus, ""
     return product, (
-        f"the table lists {gpus} GPUs for TPxPPxDPxCP = {product} (every row of it 4x; its "
-        "layouts fit its batches, its GPU column does not): posed on the layout's GPUs, the "
-        "metric being per GPU"
+        f"the table lists {gpus} GPUs for TPxPPxDPxCP = {product} (every row of it "
+        f"{gpus // product}x; its layouts fit its batches, its GPU column does not): posed on "
+        "the layout's GPUs, the metric being per GPU"
     )
 
 
@@ -371,7 +369,6 @@ def pose(row: Row) -> PosedRow | str:
         return "GPU count or sequence length not published"
     gpus, gpus_note = _gpus_of_stated_layout(row, gpus)
     row, recipe_note = with_recipe_layout(row)
-    gpus_note = "; ".join(n for n in (gpus_note, recipe_note) if n)
     metric = _metric(row, family)
     if isinstance(metric, str):
         return metric
@@ -413,7 +410,7 @@ def pose(row: Row) -> PosedRow | str:
         "--memory-headroom",
         "0",
     ]
-    note = "; ".join(n for n in (gpus_note, lay_note, hw_note) if n)
+    note = "; ".join(n for n in (gpus_note, recipe_note, lay_note, hw_note) if n)
     return PosedRow(
         id=rid,
         family=family,

@@ -38,7 +38,9 @@ class Hardware:
     matmul_tflops: Mapping[str, float]  # achievable (MAMF) per dtype: published or measured
     memory_bytes: float | None
     memory_bw_gbps: float | None  # peak
-    achievable_bw_gbps: float | None  # measured (e.g. STREAM triad), None if not measured
+    # STREAM-class HBM rate: measured here (bench memory) or published (catalog
+    # stream_bw_gbps); None if neither, and planners then take a fraction of the peak
+    achievable_bw_gbps: float | None
     compute_units: int | None
     scaleup_bw_uni_gbps: float | None
     scaleup_domain: int
@@ -181,9 +183,19 @@ def hardware_from_catalog(accelerator: str, system: str | None = None) -> Hardwa
             origins[f"matmul_tflops:{dtype}"] = _catalog_origin(
                 acc, "mamf_fp8_tflops" if dtype == "fp8" else "mamf_bf16_tflops"
             )
-    for spec_field in ("memory_bw_gbps", "compute_units", "scaleup_bw_uni_gbps", "scaleup_domain"):
+    # a published STREAM-class measurement of the HBM (catalog stream_bw_gbps) is what
+    # streaming kernels reach; without one the planners assume a fraction of the peak
+    stream = acc.spec("stream_bw_gbps")
+    for spec_field in (
+        "memory_bw_gbps",
+        "stream_bw_gbps",
+        "compute_units",
+        "scaleup_bw_uni_gbps",
+        "scaleup_domain",
+    ):
         if spec_field in acc.specs:
-            origins[spec_field] = _catalog_origin(acc, spec_field)
+            key = "achievable_bw_gbps" if spec_field == "stream_bw_gbps" else spec_field
+            origins[key] = _catalog_origin(acc, spec_field)
     domain = acc.spec("scaleup_domain")
     inter = None
     if node is not None:
@@ -198,7 +210,7 @@ def hardware_from_catalog(accelerator: str, system: str | None = None) -> Hardwa
         matmul_tflops=MappingProxyType(matmul),
         memory_bytes=acc.memory_bytes,
         memory_bw_gbps=acc.memory_bw_gbps,
-        achievable_bw_gbps=None,
+        achievable_bw_gbps=stream,
         compute_units=None if cu is None else int(cu),
         scaleup_bw_uni_gbps=acc.spec("scaleup_bw_uni_gbps")
         or (node.intra_bw_uni_gbps if node else None),

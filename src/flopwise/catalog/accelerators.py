@@ -33,6 +33,7 @@ SPEC_FIELDS: tuple[str, ...] = (
     "tdp_w",
     "mamf_bf16_tflops",
     "mamf_fp8_tflops",
+    "stream_bw_gbps",
 )
 
 #: dtype name -> spec field holding its dense peak. int8/int4 weights run on int8 units.

@@ -83,6 +83,26 @@ def test_trtllm_bench_rounding_between_the_floors() -> None:
     assert build.max_num_tokens == 2048
 
 
+def test_trtllm_bench_counts_nvfp4_weights_at_half_a_byte() -> None:
+    # tuning.py BYTES_PER_ELEM: NVFP4 0.5. Llama 3.1 70B FP4 with FP8 KV on one B200-sized
+    # device (180 GiB), 128/2048: 0.95 x (180 - 70.55 x 0.5) / (160 KiB x 2176) = 414 requests
+    # -> batch 128 x ceil(414/128) = 512. Counted at 2 bytes (16-bit) only 111 would fit.
+    from flopwise.plan.infer.trtllm_build import bench_bytes_per_elem
+
+    assert (bench_bytes_per_elem("fp4"), bench_bytes_per_elem("fp8")) == (0.5, 1.0)
+    assert bench_bytes_per_elem("bf16") == bench_bytes_per_elem("int4") == 2.0
+    spec = load_model("llama-3.1-70b")
+    kv_token_gib = 2 * LAYERS * KV_HEADS * HEAD_DIM * 1 / GIB
+    requests = 0.95 * (180 - TOTAL_PARAMS / 1e9 * 0.5) / (kv_token_gib * 2176)
+    assert requests == pytest.approx(414, abs=1)
+    _, build = built_engine(
+        get_engine("tensorrt-llm"), spec, TOTAL_PARAMS, 1, 1, "fp4", "fp8", 180 * GIB, 128, 2048
+    )
+    assert build is not None
+    assert build.kv_requests_estimate == pytest.approx(requests)
+    assert build.max_batch_size == 128 * math.ceil(requests / 128)
+
+
 def test_other_engines_are_not_resized() -> None:
     spec = load_model("llama-3.1-70b")
     vllm = get_engine("vllm")

@@ -16,7 +16,8 @@ NVIDIA's published throughput tables (perf-overview, 0.14 edition onward) are bu
 lengths with the heuristic in tensorrt_llm/bench/build/tuning.py (``calc_engine_setting`` and
 ``finetune_setting``), re-derived here from its documented arithmetic:
 
-- engine size = parameter count x bytes per weight (1 for FP8, 2 otherwise), in units of 1e9;
+- engine size = parameter count x bytes per weight (0.5 for NVFP4, 1 for FP8, 2 otherwise), in
+  units of 1e9;
 - KV bytes per token = 2 x layers x max(tp, kv_heads) x head_dim x KV bytes, in GiB;
 - requests that fit = 0.95 x (device GiB x GPUs - engine size) / (KV per token x (ISL + OSL));
 - max_batch_size: requests (capped at 4096, divided by pp) rounded up to a multiple of 32 with
@@ -53,6 +54,17 @@ BENCH_MIN_BATCH = 64
 
 #: "Set min to 2048 to ensure Ctx/Gen overlap efficiency" (finetune_setting).
 BENCH_MIN_TOKENS = 2048
+
+#: Bytes per weight / KV element trtllm-bench's sizing counts, by the quantization it is told
+#: (tuning.py ``BYTES_PER_ELEM``: NO_QUANT 2.0, FP8 and FP8_BLOCK_SCALES 1.0, NVFP4 0.5; any
+#: other algorithm falls back to 2). flopwise's fp4 is NVFP4, the FP4 TensorRT-LLM serves.
+BENCH_BYTES_PER_ELEM: dict[str, float] = {"fp8": 1.0, "fp4": 0.5}
+BENCH_DEFAULT_BYTES_PER_ELEM = 2.0
+
+
+def bench_bytes_per_elem(dtype: str) -> float:
+    """Bytes per element trtllm-bench's sizing heuristic counts for a weight or KV dtype."""
+    return BENCH_BYTES_PER_ELEM.get(dtype, BENCH_DEFAULT_BYTES_PER_ELEM)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +106,7 @@ def bench_build(
 ) -> EngineBuild:
     """max_batch_size and max_num_tokens as ``trtllm-bench build --dataset`` chooses them.
 
-    `weight_bytes`/`kv_bytes`: bytes per element as trtllm-bench counts them (1 for FP8, else 2:
+    `weight_bytes`/`kv_bytes`: bytes per element as trtllm-bench counts them (BENCH_BYTES_PER_ELEM:
     it does not know that the embedding and lm_head stay 16-bit).
     """
     gpus = tp * pp
@@ -143,8 +155,8 @@ def built_engine(
         total_params,
         tp,
         pp,
-        1.0 if weight_dtype == "fp8" else 2.0,
-        1.0 if kv_dtype == "fp8" else 2.0,
+        bench_bytes_per_elem(weight_dtype),
+        bench_bytes_per_elem(kv_dtype),
         device_bytes,
         input_len,
         output_len,

@@ -42,3 +42,31 @@ def test_mi300x_fp8_uses_amds_published_max_achievable_flops() -> None:
     assert ceiling_tflops(hw, "fp8") == pytest.approx(1273.0)
     assert ceiling_tflops(hw, "fp8") / hw.peak("fp8") == pytest.approx(0.487, abs=0.005)
     assert "matmul_tflops:fp8" not in hardware_fallbacks(hw, "fp8")
+
+
+def test_fp4_borrows_the_fraction_fp8_measures_on_the_same_device() -> None:
+    # B200: stas00's fp8 MAMF 3432.5 of 4500 dense (0.763); no FP4 MAMF is published
+    hw = hardware_from_catalog("b200", None)
+    assert "fp4" not in hw.matmul_tflops and "fp8" in hw.matmul_tflops
+    fp8_fraction = hw.matmul_tflops["fp8"] / hw.peak("fp8")
+    assert fp8_fraction == pytest.approx(3432.5 / 4500)
+    assert ceiling_tflops(hw, "fp4") == pytest.approx(hw.peak("fp4") * fp8_fraction)
+    assert "fp8 MAMF" in hardware_fallbacks(hw, "fp4")["matmul_tflops:fp4"]["source"]
+
+
+def test_fp4_gemms_take_the_scaled_low_precision_fraction() -> None:
+    # NVFP4 GEMMs carry block scales and a dequantizing epilogue like FP8's: the engine's
+    # fp8_gemm_fraction applies to both, its 16-bit gemm_fraction to neither
+    from flopwise.plan.infer.constants import get_engine
+    from flopwise.plan.infer.latency import make_rates
+
+    hw = hardware_from_catalog("b200", None)
+    trt = get_engine("tensorrt-llm")
+    assert trt.fp8_gemm_fraction < trt.gemm_fraction
+    for dtype in ("fp8", "fp4"):
+        rates = make_rates(hw, trt, dtype, dtype)
+        assert rates.gemm_flops_s == pytest.approx(
+            ceiling_tflops(hw, dtype) * 1e12 * trt.fp8_gemm_fraction
+        )
+    bf16 = make_rates(hw, trt, "bf16", "bf16")
+    assert bf16.gemm_flops_s == pytest.approx(ceiling_tflops(hw, "bf16") * 1e12 * trt.gemm_fraction)

@@ -19,7 +19,9 @@ from flopwise.units import GB
 #: GH200 0.84, B200 0.76 vs 0.78, Gaudi 3 0.70 vs 0.68: ml-engineering MAMF table,
 #: published/matmul_runs.csv), much closer than a generic fraction of peak: MI300X's measured
 #: bf16 MAMF is 0.51 of its peak, not 0.80. (fp16 takes bf16's MAMF as it is: measured_mamf.)
-MAMF_STAND_INS: dict[str, tuple[str, ...]] = {"fp8": ("bf16",)}
+#: FP4 has no published MAMF on any device yet: it takes FP8's fraction (the nearest scaled
+#: format on the same tensor cores), else bf16's.
+MAMF_STAND_INS: dict[str, tuple[str, ...]] = {"fp8": ("bf16",), "fp4": ("fp8", "bf16")}
 
 
 def measured_mamf(hw: Hardware, dtype: str) -> float | None:

@@ -186,6 +186,12 @@ RIDGE_SMOOTHING_P = 3.0
 #: kernels), so it is not shipped.
 FP8_GEMM_FRACTION = 0.75
 
+#: GEMM input dtypes that run as scaled low-precision GEMMs and so take the engine's
+#: ``fp8_gemm_fraction`` instead of its 16-bit ``gemm_fraction``: FP8 (per-tensor or block
+#: scales) and NVFP4 (an FP8 scale per 16 elements plus a per-tensor one, OCP/NVIDIA NVFP4),
+#: whose scale loads and dequantizing epilogues are what FP8_GEMM_FRACTION prices.
+SCALED_GEMM_DTYPES: tuple[str, ...] = ("fp8", "fp4")
+
 #: Rate of FP8 fused attention relative to the same kernel family in 16-bit on Hopper:
 #: FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608, abstract and §4.1) reaches "up to 740
 #: TFLOPs/s" in FP16 and "close to 1.2 PFLOPs/s" in FP8 on H100 SXM5: 1200 / 740 = 1.62. Used

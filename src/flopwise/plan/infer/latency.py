@@ -25,6 +25,7 @@ from flopwise.plan.infer.constants import (
     ELEMENTWISE_KERNELS_PER_LAYER,
     FP8_ATTENTION_SPEEDUP,
     RIDGE_SMOOTHING_P,
+    SCALED_GEMM_DTYPES,
     EngineProfile,
 )
 from flopwise.plan.infer.moe_kernels import routing_cost
@@ -135,7 +136,7 @@ class Rates:
 
 def make_rates(hw: Hardware, engine: EngineProfile, act_dtype: str, weight_dtype: str) -> Rates:
     gemm = achievable_matmul_tflops(hw, act_dtype) * TERA
-    gemm *= engine.fp8_gemm_fraction if act_dtype == "fp8" else engine.gemm_fraction
+    gemm *= engine.fp8_gemm_fraction if act_dtype in SCALED_GEMM_DTYPES else engine.gemm_fraction
     attn_dtype = "bf16" if ("bf16" in hw.matmul_tflops or "bf16" in hw.peak_tflops) else act_dtype
     attn = achievable_matmul_tflops(hw, attn_dtype) * TERA * engine.prefill_attention_fraction
     if act_dtype == "fp8" and engine.fp8_context_attention:

@@ -199,3 +199,30 @@ def test_maxtext_search_tries_its_own_remat_policies(llama70) -> None:  # type: 
     cons = LayoutConstraints(tp=1, pp=1, dp=512, cp=1, zero=3)
     plan = plan_training(llama70, hardware_from_catalog("tpu-v5p"), job, cons)
     assert plan.best.layout.recompute in modes
+
+
+def test_xla_fuses_pointwise_work_into_the_matmuls(llama70, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # MaxText's profile: residual adds, SwiGLU and RoPE ride on matmul fusions; only the two
+    # norms' reductions read the hidden state (2h per token per layer instead of 10h + 3 x FFN
+    # + RoPE's 2 x (q + kv) heads x head_dim). The same job with that flag off pays the rest.
+    from dataclasses import replace
+
+    import flopwise.plan.train.frameworks as fw
+    from flopwise.plan.train.step_time import layer_cost
+
+    job = TrainJob(gpus=256, seq_len=4096, global_batch_seqs=1024, framework="maxtext")
+    fused_ctx = ModelContext(llama70, hardware_from_catalog("tpu-v5p"), job)
+    fused = layer_cost(fused_ctx, tp=1, cp=1, mb=1, sp=False, ep=1)
+    unfused_profile = replace(fw.PROFILES["maxtext"], fused_pointwise=False)
+    real = fw.get_profile
+    monkeypatch.setattr(
+        fw, "get_profile", lambda name: unfused_profile if name == "maxtext" else real(name)
+    )
+    unfused_ctx = ModelContext(llama70, hardware_from_catalog("tpu-v5p"), job)
+    unfused = layer_cost(unfused_ctx, tp=1, cp=1, mb=1, sp=False, ep=1)
+    rope = 2 * (64 + 8) * 128
+    saved_elems = (10 * H - 2 * H) + 3 * FFN + rope
+    saved_fwd_s = saved_elems * 4096 * 2 / fused_ctx.bw_bytes_s
+    assert unfused.compute_fwd - fused.compute_fwd == pytest.approx(saved_fwd_s)
+    assert unfused.compute_bwd - fused.compute_bwd == pytest.approx(2 * saved_fwd_s)
+    assert fw.get_profile("torchtitan").fused_pointwise is False

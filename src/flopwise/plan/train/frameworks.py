@@ -49,6 +49,12 @@ class FrameworkProfile:
     # separate GEMMs (one nn.Linear each), not one fused GEMM per input (Megatron-Core
     # linear_qkv and linear_fc1, Transformer Engine LayerNormLinear)
     separate_projections: bool = False
+    # the compiler fuses pointwise work into the matmuls around it (XLA: "a dot or fusion op is
+    # a set of operations containing at most 1 matrix multiplication and possibly a bunch of
+    # related pointwise VPU-ops", jax-ml/scaling-book profiling.md): residual adds, the gated
+    # activation and RoPE make no HBM round trip of their own; a norm's reduction still reads
+    # its input once (FUSED_NORM_READS_PER_LAYER)
+    fused_pointwise: bool = False
     max_tp: int | None = None  # None: any; 1: the framework has no tensor parallelism
     max_pp: int | None = None
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
@@ -84,6 +90,7 @@ class FrameworkProfile:
             "recipes": dict(self.recipes),
             "fp8_recipe": self.fp8_recipe,
             "separate_projections": self.separate_projections,
+            "fused_pointwise": self.fused_pointwise,
             "max_tp": self.max_tp,
             "max_pp": self.max_pp,
             "zero_stages": list(self.zero_stages),
@@ -260,6 +267,7 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         ep_comm_overlap=False,
         recipes=_FSDP_RECIPES,
         context_parallel=False,
+        fused_pointwise=True,
         # its remat_policy values (configs/base.yml; workload/remat.py) that keep tensors in
         # HBM or recompute them; the host-offloading ones only when asked: the time of their
         # device-host copies is not modelled (no sourced TPU host-link bandwidth in the catalog)

@@ -32,6 +32,7 @@ from .constants import (
     ACT_BYTES,
     ADAM_EXTRA_WRITE_BYTES,
     CROSS_ENTROPY_TRAFFIC_BYTES,
+    FUSED_NORM_READS_PER_LAYER,
     HIDDEN_ELEMENTWISE_PER_LAYER,
     MEMORY_BOUND_BWD_FACTOR,
     OVERLAP_COMPUTE_TAX,
@@ -150,11 +151,16 @@ def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) 
     a_fwd, a_bwd = _attention_core(ctx, t, tp, mb, cp)
     # memory-bound elementwise work
     act_mult = 3.0 if m.gated_mlp else 2.0
-    elems = HIDDEN_ELEMENTWISE_PER_LAYER * h / (tp if sp else 1)
-    elems += (1 - frac_moe) * act_mult * m.ffn / tp
+    fused = ctx.job.profile.fused_pointwise
+    per_h = FUSED_NORM_READS_PER_LAYER if fused else HIDDEN_ELEMENTWISE_PER_LAYER
+    elems = per_h * h / (tp if sp else 1)
+    if not fused:
+        elems += (1 - frac_moe) * act_mult * m.ffn / tp
     if m.is_moe:
-        elems += frac_moe * m.experts_per_token * (4.0 * h + act_mult * m.expert_ffn / tp)
-    if ctx.rope:
+        # token dispatch and combine move data between experts: no matmul to ride on
+        expert_act = 0.0 if fused else act_mult * m.expert_ffn / tp
+        elems += frac_moe * m.experts_per_token * (4.0 * h + expert_act)
+    if ctx.rope and not fused:
         elems += 2.0 * (m.heads / tp + kv_local) * m.head_dim
     e_fwd = elems * t * ACT_BYTES / ctx.bw_bytes_s
     e_bwd = MEMORY_BOUND_BWD_FACTOR * e_fwd

@@ -70,3 +70,16 @@ def test_cli_json_and_text_show_the_range() -> None:
     assert len(doc["ttft_ms_interval"]) == 2
     text = subprocess.run(base, capture_output=True, text=True, timeout=60)
     assert "–" in text.stdout and "ms (" in text.stdout
+
+
+def test_a_weight_dtype_no_published_row_scores_is_labelled_assumed() -> None:
+    # the serving validation scores 16-bit and FP8 weights; an NVFP4 plan says its precision is
+    # modelled, not validated, and a bf16 plan (same kernels as the scored fp16) does not
+    from flopwise.plan.infer.uncertainty import validation_assumptions
+
+    fp4 = validation_assumptions("h200-sxm", "fp4")
+    assert len(fp4) == 1 and "fp4 weights" in fp4[0] and "16-bit, fp8" in fp4[0]
+    assert validation_assumptions("h200-sxm", "bf16") == ()
+    assert validation_assumptions("h200-sxm", "fp8") == ()
+    both = validation_assumptions("b200", "fp4")
+    assert len(both) == 2 and "validate b200" in both[0]

@@ -92,6 +92,7 @@ def interval_doc(built: Built | None = None) -> dict[str, Any]:
         "each source family's mean bias combined with every row's scatter inside its family",
         "validated_accelerators": sorted({t.row.accelerator for t in targets}),
         "scored_engines": sorted({t.row.engine for t in targets}),
+        "validated_weight_dtypes": sorted({t.row.weight_dtype for t in targets}),
         "regimes": regimes,
     }
 

@@ -153,7 +153,10 @@ def plan_inference(
     plan = replace(
         plan,
         intervals=intervals,
-        assumptions=(*plan.assumptions, *validation_assumptions(hardware.id)),
+        assumptions=(
+            *plan.assumptions,
+            *validation_assumptions(hardware.id, ctx.precision.weight),
+        ),
     )
     if draft is not None:
         from flopwise.plan.infer.speculative import add_speculation

@@ -82,12 +82,28 @@ def interval_fields(
     return out
 
 
-def validation_assumptions(accelerator_id: str) -> tuple[str, ...]:
-    """The assumptions line of a plan on an accelerator no published serving row validates."""
-    if is_validated(accelerator_id):
-        return ()
-    return (
-        f"assumed: no published serving runs validate {accelerator_id}; its rates come from "
-        "the spec sheet and MAMF (or peak x the default fraction), and its intervals from "
-        "residuals of accelerators scored as if unseen",
+def validation_assumptions(accelerator_id: str, weight_dtype: str | None = None) -> tuple[str, ...]:
+    """The assumptions lines of a plan on an accelerator, or with a weight dtype, that no
+    published serving row validates."""
+    out: list[str] = []
+    if not is_validated(accelerator_id):
+        out.append(
+            f"assumed: no published serving runs validate {accelerator_id}; its rates come from "
+            "the spec sheet and MAMF (or peak x the default fraction), and its intervals from "
+            "residuals of accelerators scored as if unseen"
+        )
+    scored = sorted(
+        {_weight_class(d) for d in load_interval_file(KIND).get("validated_weight_dtypes", ())}
     )
+    if weight_dtype is not None and scored and _weight_class(weight_dtype) not in scored:
+        out.append(
+            f"assumed: no published serving run with {weight_dtype} weights was scored (scored: "
+            f"{', '.join(scored)}); its GEMM rates and kernels are modelled, not validated, and "
+            "its intervals are those of the scored precisions"
+        )
+    return tuple(out)
+
+
+def _weight_class(dtype: str) -> str:
+    """bf16 and fp16 weights run the same 16-bit kernels: one class."""
+    return "16-bit" if dtype in ("bf16", "fp16") else dtype

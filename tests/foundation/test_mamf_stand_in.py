@@ -70,3 +70,19 @@ def test_fp4_gemms_take_the_scaled_low_precision_fraction() -> None:
         )
     bf16 = make_rates(hw, trt, "bf16", "bf16")
     assert bf16.gemm_flops_s == pytest.approx(ceiling_tflops(hw, "bf16") * 1e12 * trt.gemm_fraction)
+
+
+def test_tpu_v5p_borrows_v5e_s_measured_xla_matmul_fraction() -> None:
+    # v5p publishes no matmul measurement; v5e (same 128x128 MXUs, four per TensorCore) has
+    # XLA's 181.8 of 197 TFLOPS: v5p's ceiling is 459 x 0.923, not the NVIDIA-median 0.80
+    v5p = hardware_from_catalog("tpu-v5p", None)
+    assert not v5p.matmul_tflops
+    assert ceiling_tflops(v5p, "bf16") == pytest.approx(459 * 181.8 / 197, rel=1e-3)
+    source = hardware_fallbacks(v5p, "bf16")["matmul_tflops:bf16"]["source"]
+    assert "tpu-v5e" in source and "same matrix units" in source
+    # a device without a sibling keeps the generic fraction; a measured one its own
+    assert ceiling_tflops(hardware_from_catalog("tpu-v4", None), "bf16") == pytest.approx(
+        hardware_from_catalog("tpu-v4", None).peak("bf16") * GEMM_FRACTION_WITHOUT_MAMF
+    )
+    measured = v5p.with_measurements(**{"matmul_tflops:bf16": (400.0, "r1")})
+    assert ceiling_tflops(measured, "bf16") == 400.0

@@ -13,7 +13,12 @@ from typing import Any
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware, Origin
 from flopwise.plan.efficiency import GEMM_FRACTION_WITHOUT_MAMF, MEMORY_BW_FRACTION
-from flopwise.plan.gemm_ceiling import ceiling_tflops, measured_mamf, stand_in_fraction
+from flopwise.plan.gemm_ceiling import (
+    ceiling_tflops,
+    measured_mamf,
+    sibling_fraction,
+    stand_in_fraction,
+)
 
 
 def _entry(value: Any, source: str) -> dict[str, Any]:
@@ -26,13 +31,23 @@ def hardware_fallbacks(hw: Hardware, dtype: str) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     if measured_mamf(hw, dtype) is None and dtype in hw.peak_tflops:
         sibling = stand_in_fraction(hw, dtype)
-        how = (
-            f"{dtype} peak x {sibling[1]:.2f}, the fraction of peak its {sibling[0]} MAMF reaches "
-            "(plan/gemm_ceiling.py MAMF_STAND_INS)"
-            if sibling is not None
-            else f"peak x {GEMM_FRACTION_WITHOUT_MAMF} (plan/efficiency.py "
-            "GEMM_FRACTION_WITHOUT_MAMF)"
-        )
+        same_unit = sibling_fraction(hw, dtype)
+        if sibling is not None:
+            how = (
+                f"{dtype} peak x {sibling[1]:.2f}, the fraction of peak its {sibling[0]} MAMF "
+                "reaches (plan/gemm_ceiling.py MAMF_STAND_INS)"
+            )
+        elif same_unit is not None:
+            how = (
+                f"{dtype} peak x {same_unit[2]:.3f}, the fraction of peak {same_unit[0]}'s "
+                f"{same_unit[1]} MAMF reaches on the same matrix units (plan/gemm_ceiling.py "
+                "MAMF_SIBLINGS)"
+            )
+        else:
+            how = (
+                f"peak x {GEMM_FRACTION_WITHOUT_MAMF} (plan/efficiency.py "
+                "GEMM_FRACTION_WITHOUT_MAMF)"
+            )
         out[f"matmul_tflops:{dtype}"] = _entry(
             ceiling_tflops(hw, dtype),
             f"no MAMF measured or published for {hw.id} {dtype}: {how}; measure it with "

@@ -3,6 +3,8 @@ a stand-in), its achievable memory bandwidth, and the kernel family its tile cho
 
 from __future__ import annotations
 
+from functools import cache
+
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
 from flopwise.plan.efficiency import (
@@ -22,6 +24,37 @@ from flopwise.units import GB
 #: FP4 has no published MAMF on any device yet: it takes FP8's fraction (the nearest scaled
 #: format on the same tensor cores), else bf16's.
 MAMF_STAND_INS: dict[str, tuple[str, ...]] = {"fp8": ("bf16",), "fp4": ("fp8", "bf16")}
+
+
+#: Devices with no matmul measurement of their own that share the matrix unit of one that has
+#: one: the measured device's MAMF/peak stands in before the cross-vendor constant
+#: (GEMM_FRACTION_WITHOUT_MAMF, the NVIDIA median). TPU v5p and v5e are one generation with the
+#: same matrix units ("4 [MXUs] for TPU v4/5", 128x128 systolic arrays; only v6e moved to
+#: 256x256: jax-ml/scaling-book tpus.md) under the same XLA compiler; v5e's XLA matmul rate is
+#: measured (catalog mamf_bf16_tflops, JAX Pallas matmul guide).
+MAMF_SIBLINGS: dict[str, str] = {"tpu-v5p": "tpu-v5e"}
+
+
+@cache
+def _catalog_fraction(device: str, dtype: str) -> tuple[str, float] | None:
+    """(dtype, MAMF/peak) the catalog's `device` measures for `dtype` or a stand-in dtype."""
+    from flopwise.hardware import hardware_from_catalog
+
+    hw = hardware_from_catalog(device)
+    mamf = measured_mamf(hw, dtype)
+    if mamf is not None and dtype in hw.peak_tflops and hw.peak(dtype) > 0:
+        return dtype, mamf / hw.peak(dtype)
+    return stand_in_fraction(hw, dtype)
+
+
+def sibling_fraction(hw: Hardware, dtype: str) -> tuple[str, str, float] | None:
+    """(sibling id, its dtype, its MAMF/peak) for a device with no MAMF of its own whose
+    matrix-unit sibling (MAMF_SIBLINGS) has one."""
+    sibling = MAMF_SIBLINGS.get(hw.id)
+    if sibling is None:
+        return None
+    found = _catalog_fraction(sibling, dtype)
+    return None if found is None else (sibling, found[0], found[1])
 
 
 def measured_mamf(hw: Hardware, dtype: str) -> float | None:
@@ -44,7 +77,8 @@ def stand_in_fraction(hw: Hardware, dtype: str) -> tuple[str, float] | None:
 
 def ceiling_tflops(hw: Hardware, dtype: str) -> float:
     """Large-GEMM ceiling: measured or published MAMF; else the same fraction of this dtype's
-    peak that a measured sibling dtype reaches on this device (bf16 for fp8); else peak x
+    peak that a measured sibling dtype reaches on this device (bf16 for fp8); else the fraction
+    a device with the same matrix units measures (MAMF_SIBLINGS); else peak x
     GEMM_FRACTION_WITHOUT_MAMF."""
     mamf = measured_mamf(hw, dtype)
     if mamf is not None:
@@ -52,6 +86,9 @@ def ceiling_tflops(hw: Hardware, dtype: str) -> float:
     sibling = stand_in_fraction(hw, dtype)
     if sibling is not None:
         return hw.peak(dtype) * sibling[1]
+    same_unit = sibling_fraction(hw, dtype)
+    if same_unit is not None:
+        return hw.peak(dtype) * same_unit[2]
     return hw.peak(dtype) * GEMM_FRACTION_WITHOUT_MAMF
 
 

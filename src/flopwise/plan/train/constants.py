@@ -146,10 +146,12 @@ UNFUSED_SCORE_BYTES_STORED = 5.0
 #: absolute log error of every validation row on that die at once (validate/training.py
 #: fit_fractions); "default" is the same fit over all rows, used for dies with no runs.
 #: What it absorbs: power-capped clocks, launch gaps, SM/HBM sharing with communication, and
-#: on dies without a published matmul ceiling (TPU v5p) the error of the assumed one
-#: (efficiency.GEMM_FRACTION_WITHOUT_MAMF). On TPU v5e, whose XLA matmul rate is measured,
-#: the fit is ~1.0 (0.965 with XLA's pointwise fusion priced): MaxText under XLA sustains it (no launch gaps; ICI collectives run on DMA
-#: engines, not on the matrix units), where GPU steps keep 0.70-0.81 of their MAMF.
+#: on dies without a measured matmul ceiling the error of the stand-in one (TPU v5p: its
+#: sibling v5e's measured fraction, gemm_ceiling.MAMF_SIBLINGS; others
+#: efficiency.GEMM_FRACTION_WITHOUT_MAMF). On TPU v5e, whose XLA matmul rate is measured, the
+#: fit is ~1.0 (0.965 with XLA's pointwise fusion priced): MaxText under XLA sustains it (no
+#: launch gaps; ICI collectives run on DMA engines, not on the matrix units), where GPU steps
+#: keep 0.70-0.81 of their MAMF.
 #: Its own out-of-sample error is what `flopwise validate` leads with: every row is
 #: predicted with the fraction refitted without the row's source family.
 #: Fit data (2026-11-22, 199 rows, GEMMs by shape through plan/gemm.py): ga100 from Megatron-LM 2021, BLOOM, llm-foundry and
@@ -180,12 +182,15 @@ UNFUSED_SCORE_BYTES_STORED = 5.0
 #: XLA compiles it (FrameworkProfile.fused_pointwise: only the norms' reductions touch HBM):
 #: the TPU fractions no longer absorb the GPUs' separate elementwise kernels: tpu-v5e
 #: 1.01 -> 0.965, tpu-v5p 0.965 -> 0.945, tpu-v6e 0.835 -> 0.745; GPU dies and default unchanged.
+#: Refitted again with TPU v5p's matmul ceiling taken from v5e's measured XLA rate (same
+#: 128x128 MXUs, gemm_ceiling.MAMF_SIBLINGS: 0.923 of peak instead of the NVIDIA-median 0.80):
+#: tpu-v5p 0.945 -> 0.825, the same product of ceiling and fraction on its own rows.
 SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.785
 SUSTAINED_COMPUTE_FRACTION: dict[str, float] = {
     "ga100": 0.80,
     "gh100": 0.73,
     "tpu-v5e": 0.965,
-    "tpu-v5p": 0.945,
+    "tpu-v5p": 0.825,
     "tpu-v6e": 0.745,
 }
 

@@ -182,3 +182,38 @@ def test_fsdp_gathers_linear_weights_in_fp8_only_with_tensorwise() -> None:
     assert got["tensorwise"] == pytest.approx(2.0 * (1 - linear) + 1.0 * linear)
     assert 1.1 < got["tensorwise"] < 1.2  # embeddings and output projection stay 16-bit
     assert got["rowwise"] == got["delayed"] == 2.0
+
+
+def test_te_layernorm_modules_write_the_fp8_inputs_of_qkv_fc1_and_fc2() -> None:
+    # Megatron-Core/NeMo build the layer from TE LayerNormLinear/LayerNormMLP: under delayed
+    # scaling the two norm outputs (QKV, FC1 inputs) and the activation output (FC2 input) cost
+    # the wgrad transpose less the byte the producer no longer writes, 1 B per element, where
+    # llm-foundry's te.Linear behind its own norm pays the 4-byte cast-transpose. Llama 3.1 8B
+    # at TP 1: (2 x 4096 + 14336) elements per token x (4 - 1) B saved, forward only.
+    from flopwise.plan.train.context import ModelContext
+    from flopwise.plan.train.fp8 import layer_cast_cost
+    from flopwise.plan.train.fp8_recipes import PRODUCER_FP8_CAST_BYTES
+
+    model = load_model("llama-3.1-8b")
+    hw = hardware_from_catalog("h100-sxm", "dgx-h100")
+    cost = {}
+    for fw in ("nemo", "llm-foundry"):
+        job = TrainJob(
+            gpus=8, seq_len=4096, global_batch_seqs=8, dtype="fp8", fp8_recipe="delayed",
+            framework=fw,
+        )  # fmt: skip
+        ctx = ModelContext(model, hw, job)
+        cost[fw] = (layer_cast_cost(ctx, ctx.fp8_recipe, 4096.0, 1, False, 1), ctx.bw_bytes_s)
+    (te, bw), (plain, _) = cost["nemo"], cost["llm-foundry"]
+    assert PRODUCER_FP8_CAST_BYTES == 1.0
+    saved = (2 * 4096 + 14336) * 4096 * (4.0 - PRODUCER_FP8_CAST_BYTES) / bw
+    assert plain.fwd_s - te.fwd_s == pytest.approx(saved)
+    assert plain.bwd_s == pytest.approx(te.bwd_s)  # gradients are cast the same way
+    # a recipe whose norm cannot write FP8 (current scaling needs the amax first) is unchanged
+    cur = TrainJob(
+        gpus=8, seq_len=4096, global_batch_seqs=8, dtype="fp8", fp8_recipe="current",
+        framework="nemo",
+    )  # fmt: skip
+    assert get_fp8_recipe("current").producer_writes_fp8 is False
+    assert PROFILES["nemo"].te_layernorm_modules and not PROFILES["torchtitan"].te_layernorm_modules
+    assert ModelContext(model, hw, cur).fp8_recipe.name == "current"

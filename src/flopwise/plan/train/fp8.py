@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .fp8_recipes import BF16_BYTES, FP8_BYTES, Fp8Recipe
+from .fp8_recipes import BF16_BYTES, FP8_BYTES, PRODUCER_FP8_CAST_BYTES, Fp8Recipe
 
 if TYPE_CHECKING:
     from flopwise.hardware import Hardware
@@ -115,7 +115,10 @@ def layer_cast_cost(
     `t` tokens on this GPU. Element counts per token, tensor-parallel-local: the two 16-bit
     inputs of the attention and MLP blocks (one cast each: the Q/K/V and gate/up projections
     share their input), the attention-output and down-projection inputs; the output gradients of
-    every projection. With sequence parallelism a recipe that all-gathers in FP8 casts the local
+    every projection. Where the framework builds the layer from Transformer Engine's
+    LayerNormLinear/LayerNormMLP and the recipe lets their norm and activation kernels write FP8
+    themselves, those inputs cost only the transposed copy (PRODUCER_FP8_CAST_BYTES).
+    With sequence parallelism a recipe that all-gathers in FP8 casts the local
     shard (t/tp rows), one that gathers in 16-bit casts the gathered tensor. Inside a model the
     amax read fuses into the producing kernel where the recipe allows (torch.compile).
     """
@@ -129,10 +132,13 @@ def layer_cast_cost(
     attn_in = m.heads * m.v_head_dim / tp
     # without sequence parallelism the block input is replicated: every rank casts all of it
     h_in = h / tp if sp and recipe.fp8_tp_all_gather else float(h)
-    in_elems = 2.0 * h_in + attn_in + width / tp
     go_elems = q_kv + mult * width / tp + 2.0 * h_in
     act = recipe.act_bytes(fused=True)
-    fwd_bytes = in_elems * t * act
+    # the two norm outputs (QKV and FC1 inputs) and the activation output (FC2 input)
+    produced = 2.0 * h_in + width / tp
+    te_fused = recipe.producer_writes_fp8 and ctx.job.profile.te_layernorm_modules
+    produced_bytes = PRODUCER_FP8_CAST_BYTES if te_fused else act
+    fwd_bytes = (produced * produced_bytes + attn_in * act) * t
     bwd_bytes = go_elems * t * act
     # TP-local weights of the layer (all local experts for a MoE layer)
     dense_w = (mult + 1) * m.ffn * h / tp if m.ffn else 0.0

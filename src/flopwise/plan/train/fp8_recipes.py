@@ -101,6 +101,10 @@ class Fp8Recipe:
     wgrad_dtype: str  # "fp8", or "bf16" when the weight gradient stays 16-bit
     # the backward GEMMs' 16-bit outputs are rescaled by a separate kernel (read + write)
     bwd_output_rescale: bool
+    # the norm before the QKV and FC1 projections and the activation before FC2 write the FP8
+    # copy themselves (Transformer Engine LayerNormLinear / LayerNormMLP): those inputs cost
+    # PRODUCER_FP8_CAST_BYTES instead of a cast-transpose kernel
+    producer_writes_fp8: bool = False
     sources: tuple[str, ...] = ()
 
     def act_bytes(self, fused: bool) -> float:
@@ -121,9 +125,18 @@ class Fp8Recipe:
             "fwd_gemm_fraction": self.fwd_gemm_fraction,
             "wgrad_dtype": self.wgrad_dtype,
             "bwd_output_rescale": self.bwd_output_rescale,
+            "producer_writes_fp8": self.producer_writes_fp8,
             "sources": list(self.sources),
         }
 
+
+#: Bytes per element an FP8 GEMM input costs when the kernel that produces it writes FP8
+#: (Transformer Engine: ``_apply_normalization`` writes ``ln_out`` as uint8 FP8 in
+#: LayerNormLinear, ``activation_func(fc1_out, fp8_meta, GEMM2_INPUT, ...)`` in LayerNormMLP):
+#: the transposed copy the weight-gradient GEMM needs (``fp8_transpose``: read 1 B, write
+#: 1 B), less the byte the producer no longer writes (FP8 instead of the 16-bit output the
+#: elementwise model charges) = 1 B, where a separate cast-transpose reads 2 B and writes 2 B.
+PRODUCER_FP8_CAST_BYTES = 1.0
 
 _TORCHAO_ROOFLINE = (
     "pytorch/ao torchao/testing/float8/roofline_utils.py get_tensor_memory_traffic_ovhd_s "
@@ -218,6 +231,7 @@ _RECIPES: tuple[Fp8Recipe, ...] = (
         dgrad_gemm_fraction=1.0,
         wgrad_dtype="fp8",
         bwd_output_rescale=False,
+        producer_writes_fp8=True,
         sources=(
             "NVIDIA TransformerEngine docs, FP8 Delayed Scaling: one tensor read per "
             "quantization instead of two (TransformerEngine#2343)",
@@ -225,6 +239,9 @@ _RECIPES: tuple[Fp8Recipe, ...] = (
             "fp8_recipe default 'delayed'",
             "TransformerEngine transformer_engine/pytorch/module/layernorm_linear.py (2024): the "
             "norm writes its output in FP8 and sequence parallelism all-gathers it in FP8",
+            "TransformerEngine transformer_engine/pytorch/module/layernorm_mlp.py (2024): "
+            "activation_func(fc1_out, fp8_meta, GEMM2_INPUT, ...) writes FC2's input in FP8; "
+            "the backward takes fp8_transpose of both for the weight gradients",
         ),
     ),
     Fp8Recipe(

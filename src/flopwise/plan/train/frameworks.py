@@ -55,6 +55,12 @@ class FrameworkProfile:
     # activation and RoPE make no HBM round trip of their own; a norm's reduction still reads
     # its input once (FUSED_NORM_READS_PER_LAYER)
     fused_pointwise: bool = False
+    # the layer's QKV and FC1 projections are Transformer Engine LayerNormLinear/LayerNormMLP
+    # modules (Megatron-Core's TE layer spec: TELayerNormColumnParallelLinear for linear_qkv
+    # and linear_fc1, megatron/core/models/gpt/gpt_layer_specs.py), whose norm and activation
+    # kernels write the FP8 GEMM inputs themselves under a recipe that allows it
+    # (Fp8Recipe.producer_writes_fp8)
+    te_layernorm_modules: bool = False
     max_tp: int | None = None  # None: any; 1: the framework has no tensor parallelism
     max_pp: int | None = None
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
@@ -91,6 +97,7 @@ class FrameworkProfile:
             "fp8_recipe": self.fp8_recipe,
             "separate_projections": self.separate_projections,
             "fused_pointwise": self.fused_pointwise,
+            "te_layernorm_modules": self.te_layernorm_modules,
             "max_tp": self.max_tp,
             "max_pp": self.max_pp,
             "zero_stages": list(self.zero_stages),
@@ -157,6 +164,7 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         pp_scatter_gather=True,
         ep_comm_overlap=False,
         recipes=_MCORE_RECIPES,
+        te_layernorm_modules=True,
         zero_stages=(0, 1),
         sources=(
             "megatron/core/distributed/distributed_data_parallel_config.py: overlap_grad_reduce, "
@@ -177,6 +185,7 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         pp_scatter_gather=True,
         ep_comm_overlap=False,
         recipes=_MCORE_RECIPES,
+        te_layernorm_modules=True,
         zero_stages=(0, 1),
         sources=(
             "NVIDIA/NeMo nemo/collections/llm/recipes/*.py performance recipes: "

@@ -217,3 +217,27 @@ def test_te_layernorm_modules_write_the_fp8_inputs_of_qkv_fc1_and_fc2() -> None:
     assert get_fp8_recipe("current").producer_writes_fp8 is False
     assert PROFILES["nemo"].te_layernorm_modules and not PROFILES["torchtitan"].te_layernorm_modules
     assert ModelContext(model, hw, cur).fp8_recipe.name == "current"
+
+
+def test_te_moe_layers_keep_the_cast_of_their_expert_inputs() -> None:
+    # Megatron-Core's MoE layers norm with a separate TENorm (the router reads its output) and
+    # run the activation between the grouped expert GEMMs: only the attention norm's output
+    # (the QKV input) is written in FP8 by its producer. Mixtral 8x7B, every layer MoE, TP 1.
+    from flopwise.plan.train.context import ModelContext
+    from flopwise.plan.train.fp8 import layer_cast_cost
+    from flopwise.plan.train.fp8_recipes import PRODUCER_FP8_CAST_BYTES
+
+    model = load_model("mixtral-8x7b")
+    hw = hardware_from_catalog("h100-sxm", "dgx-h100")
+    fwd = {}
+    for fw in ("nemo", "llm-foundry"):
+        job = TrainJob(
+            gpus=8, seq_len=4096, global_batch_seqs=8, dtype="fp8", fp8_recipe="delayed",
+            framework=fw,
+        )  # fmt: skip
+        ctx = ModelContext(model, hw, job)
+        assert ctx.n_moe == model.layers
+        fwd[fw] = layer_cast_cost(ctx, ctx.fp8_recipe, 4096.0, 1, False, 1).fwd_s, ctx.bw_bytes_s
+    (te, bw), (plain, _) = fwd["nemo"], fwd["llm-foundry"]
+    saved = model.hidden * 4096 * (4.0 - PRODUCER_FP8_CAST_BYTES) / bw
+    assert plain - te == pytest.approx(saved)

@@ -134,11 +134,16 @@ def layer_cast_cost(
     h_in = h / tp if sp and recipe.fp8_tp_all_gather else float(h)
     go_elems = q_kv + mult * width / tp + 2.0 * h_in
     act = recipe.act_bytes(fused=True)
-    # the two norm outputs (QKV and FC1 inputs) and the activation output (FC2 input)
-    produced = 2.0 * h_in + width / tp
+    # the attention norm's output (QKV input); in dense layers also the MLP norm's output (FC1
+    # input) and the activation output (FC2 input). Megatron-Core's MoE layers norm separately
+    # (TENorm, the router reads it) and run the activation outside the grouped expert GEMMs,
+    # so their FC1/FC2 inputs are cast as any 16-bit tensor.
     te_fused = recipe.producer_writes_fp8 and ctx.job.profile.te_layernorm_modules
     produced_bytes = PRODUCER_FP8_CAST_BYTES if te_fused else act
-    fwd_bytes = (produced * produced_bytes + attn_in * act) * t
+    mlp_in = h_in + width / tp
+    fwd_elems_bytes = h_in * produced_bytes + attn_in * act
+    fwd_elems_bytes += (1 - frac_moe) * mlp_in * produced_bytes + frac_moe * mlp_in * act
+    fwd_bytes = fwd_elems_bytes * t
     bwd_bytes = go_elems * t * act
     # TP-local weights of the layer (all local experts for a MoE layer)
     dense_w = (mult + 1) * m.ffn * h / tp if m.ffn else 0.0

@@ -8,7 +8,7 @@ from conftest import run_cli
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import hardware_from_catalog
 from flopwise.plan.train import LayoutConstraints, TrainJob, plan_training
-from flopwise.plan.train.fp8 import linear_cast_bytes, linear_time_s
+from flopwise.plan.train.fp8 import LayerCastCost, linear_cast_bytes, linear_time_s
 from flopwise.plan.train.fp8_recipes import FP8_RECIPE_NAMES, get_fp8_recipe
 from flopwise.plan.train.frameworks import PROFILES
 from flopwise.workload.hf import load_model
@@ -184,17 +184,13 @@ def test_fsdp_gathers_linear_weights_in_fp8_only_with_tensorwise() -> None:
     assert got["rowwise"] == got["delayed"] == 2.0
 
 
-def test_te_layernorm_modules_write_the_fp8_inputs_of_qkv_fc1_and_fc2() -> None:
-    # Megatron-Core/NeMo build the layer from TE LayerNormLinear/LayerNormMLP: under delayed
-    # scaling the two norm outputs (QKV, FC1 inputs) and the activation output (FC2 input) cost
-    # the wgrad transpose less the byte the producer no longer writes, 1 B per element, where
-    # llm-foundry's te.Linear behind its own norm pays the 4-byte cast-transpose. Llama 3.1 8B
-    # at TP 1: (2 x 4096 + 14336) elements per token x (4 - 1) B saved, forward only.
+def _te_and_plain_casts(model_id: str) -> tuple[LayerCastCost, LayerCastCost, float]:
+    """(NeMo's, llm-foundry's) layer cast cost of `model_id` under delayed FP8 at TP 1, 4096
+    tokens, and the achievable HBM bandwidth they are priced at."""
     from flopwise.plan.train.context import ModelContext
     from flopwise.plan.train.fp8 import layer_cast_cost
-    from flopwise.plan.train.fp8_recipes import PRODUCER_FP8_CAST_BYTES
 
-    model = load_model("llama-3.1-8b")
+    model = load_model(model_id)
     hw = hardware_from_catalog("h100-sxm", "dgx-h100")
     cost = {}
     for fw in ("nemo", "llm-foundry"):
@@ -203,12 +199,25 @@ def test_te_layernorm_modules_write_the_fp8_inputs_of_qkv_fc1_and_fc2() -> None:
             framework=fw,
         )  # fmt: skip
         ctx = ModelContext(model, hw, job)
-        cost[fw] = (layer_cast_cost(ctx, ctx.fp8_recipe, 4096.0, 1, False, 1), ctx.bw_bytes_s)
-    (te, bw), (plain, _) = cost["nemo"], cost["llm-foundry"]
+        assert ctx.n_moe == (model.layers if model.is_moe else 0)
+        cost[fw] = layer_cast_cost(ctx, ctx.fp8_recipe, 4096.0, 1, False, 1)
+    return cost["nemo"], cost["llm-foundry"], ctx.bw_bytes_s
+
+
+def test_te_layernorm_modules_write_the_fp8_inputs_of_qkv_fc1_and_fc2() -> None:
+    # Megatron-Core/NeMo build the layer from TE LayerNormLinear/LayerNormMLP: under delayed
+    # scaling the two norm outputs (QKV, FC1 inputs) and the activation output (FC2 input) cost
+    # the wgrad transpose less the byte the producer no longer writes, 1 B per element, where
+    # llm-foundry's te.Linear behind its own norm pays the 4-byte cast-transpose. Llama 3.1 8B
+    # at TP 1: (2 x 4096 + 14336) elements per token x (4 - 1) B saved, forward only.
+    from flopwise.plan.train.context import ModelContext
+    from flopwise.plan.train.fp8_recipes import PRODUCER_FP8_CAST_BYTES
+
+    te, plain, bw = _te_and_plain_casts("llama-3.1-8b")
     assert PRODUCER_FP8_CAST_BYTES == 1.0
     saved = (2 * 4096 + 14336) * 4096 * (4.0 - PRODUCER_FP8_CAST_BYTES) / bw
     assert plain.fwd_s - te.fwd_s == pytest.approx(saved)
-    assert plain.bwd_s == pytest.approx(te.bwd_s)  # gradients are cast the same way
+    assert plain.bwd_s == pytest.approx(te.bwd_s)
     # a recipe whose norm cannot write FP8 (current scaling needs the amax first) is unchanged
     cur = TrainJob(
         gpus=8, seq_len=4096, global_batch_seqs=8, dtype="fp8", fp8_recipe="current",
@@ -216,28 +225,16 @@ def test_te_layernorm_modules_write_the_fp8_inputs_of_qkv_fc1_and_fc2() -> None:
     )  # fmt: skip
     assert get_fp8_recipe("current").producer_writes_fp8 is False
     assert PROFILES["nemo"].te_layernorm_modules and not PROFILES["torchtitan"].te_layernorm_modules
-    assert ModelContext(model, hw, cur).fp8_recipe.name == "current"
+    hw = hardware_from_catalog("h100-sxm", "dgx-h100")
+    assert ModelContext(load_model("llama-3.1-8b"), hw, cur).fp8_recipe.name == "current"
 
 
 def test_te_moe_layers_keep_the_cast_of_their_expert_inputs() -> None:
     # Megatron-Core's MoE layers norm with a separate TENorm (the router reads its output) and
     # run the activation between the grouped expert GEMMs: only the attention norm's output
     # (the QKV input) is written in FP8 by its producer. Mixtral 8x7B, every layer MoE, TP 1.
-    from flopwise.plan.train.context import ModelContext
-    from flopwise.plan.train.fp8 import layer_cast_cost
     from flopwise.plan.train.fp8_recipes import PRODUCER_FP8_CAST_BYTES
 
-    model = load_model("mixtral-8x7b")
-    hw = hardware_from_catalog("h100-sxm", "dgx-h100")
-    fwd = {}
-    for fw in ("nemo", "llm-foundry"):
-        job = TrainJob(
-            gpus=8, seq_len=4096, global_batch_seqs=8, dtype="fp8", fp8_recipe="delayed",
-            framework=fw,
-        )  # fmt: skip
-        ctx = ModelContext(model, hw, job)
-        assert ctx.n_moe == model.layers
-        fwd[fw] = layer_cast_cost(ctx, ctx.fp8_recipe, 4096.0, 1, False, 1).fwd_s, ctx.bw_bytes_s
-    (te, bw), (plain, _) = fwd["nemo"], fwd["llm-foundry"]
-    saved = model.hidden * 4096 * (4.0 - PRODUCER_FP8_CAST_BYTES) / bw
-    assert plain - te == pytest.approx(saved)
+    te, plain, bw = _te_and_plain_casts("mixtral-8x7b")
+    saved = load_model("mixtral-8x7b").hidden * 4096 * (4.0 - PRODUCER_FP8_CAST_BYTES) / bw
+    assert plain.fwd_s - te.fwd_s == pytest.approx(saved)

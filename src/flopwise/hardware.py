@@ -183,19 +183,14 @@ def hardware_from_catalog(accelerator: str, system: str | None = None) -> Hardwa
             origins[f"matmul_tflops:{dtype}"] = _catalog_origin(
                 acc, "mamf_fp8_tflops" if dtype == "fp8" else "mamf_bf16_tflops"
             )
+    for spec_field in ("memory_bw_gbps", "compute_units", "scaleup_bw_uni_gbps", "scaleup_domain"):
+        if spec_field in acc.specs:
+            origins[spec_field] = _catalog_origin(acc, spec_field)
     # a published STREAM-class measurement of the HBM (catalog stream_bw_gbps) is what
     # streaming kernels reach; without one the planners assume a fraction of the peak
     stream = acc.spec("stream_bw_gbps")
-    for spec_field in (
-        "memory_bw_gbps",
-        "stream_bw_gbps",
-        "compute_units",
-        "scaleup_bw_uni_gbps",
-        "scaleup_domain",
-    ):
-        if spec_field in acc.specs:
-            key = "achievable_bw_gbps" if spec_field == "stream_bw_gbps" else spec_field
-            origins[key] = _catalog_origin(acc, spec_field)
+    if stream is not None:
+        origins["achievable_bw_gbps"] = _catalog_origin(acc, "stream_bw_gbps")
     domain = acc.spec("scaleup_domain")
     inter = None
     if node is not None:

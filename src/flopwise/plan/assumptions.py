@@ -31,7 +31,7 @@ def hardware_fallbacks(hw: Hardware, dtype: str) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     if measured_mamf(hw, dtype) is None and dtype in hw.peak_tflops:
         sibling = stand_in_fraction(hw, dtype)
-        same_unit = sibling_fraction(hw, dtype)
+        same_unit = None if sibling is not None else sibling_fraction(hw, dtype)
         if sibling is not None:
             how = (
                 f"{dtype} peak x {sibling[1]:.2f}, the fraction of peak its {sibling[0]} MAMF "

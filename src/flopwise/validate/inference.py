@@ -23,6 +23,7 @@ from typing import Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.plan.infer.constants import FP8_GEMM_FRACTION, get_engine
+from flopwise.plan.infer.uncertainty import weight_class
 from flopwise.validate.inference_rows import PosedRow, Unposed, posed_rows
 from flopwise.validate.scoring import (
     by_group,
@@ -325,8 +326,7 @@ def serving_regime(row: PosedRow) -> str:
     TensorRT-LLM replicas of several GPUs run slower than planned, docs/inference-validation.md),
     so validate reports them apart.
     """
-    dtype = "16-bit" if row.weight_dtype in ("fp16", "bf16") else row.weight_dtype
-    return f"{dtype}, {'1 GPU' if row.gpus == 1 else 'multi-GPU'}"
+    return f"{weight_class(row.weight_dtype)}, {'1 GPU' if row.gpus == 1 else 'multi-GPU'}"
 
 
 def _family(t: Target) -> str:

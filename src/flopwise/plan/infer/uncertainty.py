@@ -93,9 +93,9 @@ def validation_assumptions(accelerator_id: str, weight_dtype: str | None = None)
             "residuals of accelerators scored as if unseen"
         )
     scored = sorted(
-        {_weight_class(d) for d in load_interval_file(KIND).get("validated_weight_dtypes", ())}
+        {weight_class(d) for d in load_interval_file(KIND).get("validated_weight_dtypes", ())}
     )
-    if weight_dtype is not None and scored and _weight_class(weight_dtype) not in scored:
+    if weight_dtype is not None and scored and weight_class(weight_dtype) not in scored:
         out.append(
             f"assumed: no published serving run with {weight_dtype} weights was scored (scored: "
             f"{', '.join(scored)}); its GEMM rates and kernels are modelled, not validated, and "
@@ -104,6 +104,6 @@ def validation_assumptions(accelerator_id: str, weight_dtype: str | None = None)
     return tuple(out)
 
 
-def _weight_class(dtype: str) -> str:
+def weight_class(dtype: str) -> str:
     """bf16 and fp16 weights run the same 16-bit kernels: one class."""
     return "16-bit" if dtype in ("bf16", "fp16") else dtype

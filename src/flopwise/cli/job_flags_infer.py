@@ -30,7 +30,7 @@ INFER_FLAGS: list[JobFlag] = [
     JobFlag(
         "batch",
         "static batch per replica, or 'max' for steady-state continuous batching (default 1); "
-        "with --num-requests: how many run at once (default max)",
+        "with --num-requests or --concurrency: how many run at once (default max)",
         kinds=_I,
         parse=_batch,
         metavar="N|max",
@@ -41,6 +41,18 @@ INFER_FLAGS: list[JobFlag] = [
         "the whole run (ramp-up and drain included): makespan, tokens/s, cost; compare: "
         "each offer's instance processes all N, ranked by makespan / cost of the batch",
         kinds=_I,
+        parse=_positive_int,
+        metavar="N",
+        exclusive="mode",
+    ),
+    JobFlag(
+        "concurrency",
+        "online serving: N requests in flight, a new one sent as one finishes (AIPerf/"
+        "GenAI-Perf --concurrency, vllm bench serve --max-concurrency); plans the steady "
+        "state: TTFT, inter-token latency and tokens/s at that load, queueing included when "
+        "N exceeds what the engine runs at once (--batch caps that; default max)",
+        kinds=_I,
+        doors=_PLAN,
         parse=_positive_int,
         metavar="N",
         exclusive="mode",

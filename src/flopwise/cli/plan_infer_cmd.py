@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     job = InferJob(
         input_len=args.input_len,
         output_len=args.output_len,
-        batch=resolve_batch(args.batch, args.num_requests),
+        batch=resolve_batch(args.batch, args.num_requests, args.concurrency),
         tp=tp,
         pp=pp,
         replicas=replicas,
@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         ep=args.ep,
         attention_dp=args.attention_dp,
         num_requests=args.num_requests,
+        concurrency=args.concurrency,
         memory_fraction=args.memory_fraction,
         engine_max_batch=args.engine_max_batch,
         engine_max_tokens=args.engine_max_tokens,
@@ -92,10 +93,12 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_DOES_NOT_FIT if doc.get("fits") is False else 0
 
 
-def resolve_batch(batch: int | str | None, num_requests: int | None) -> int | None:
+def resolve_batch(
+    batch: int | str | None, num_requests: int | None, concurrency: int | None = None
+) -> int | None:
     """--batch: 'max' is None; not given is 1 for one request at a time, 'max' for an offline
-    batch (--num-requests: as many running at once as fit)."""
-    if batch == "max" or (batch is None and num_requests is not None):
+    batch or online serving (--num-requests / --concurrency: as many running at once as fit)."""
+    if batch == "max" or (batch is None and (num_requests is not None or concurrency is not None)):
         return None
     return 1 if batch is None else int(batch)
 

@@ -44,6 +44,29 @@ def _offline_rows(run: dict[str, Any] | None) -> list[tuple[str, str]]:
     ]
 
 
+def _online_rows(load: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """Online serving: what the closed loop settles to on a replica."""
+    if not load:
+        return []
+    wait = load["queue_wait_ms"]
+    queue = (
+        f"; {load['concurrency'] - load['running']:,} waiting, "
+        f"{fmt_num(wait / 1e3 if wait >= 10_000 else wait, 1)} "
+        f"{'s' if wait >= 10_000 else 'ms'} in the queue"
+        if wait > 0
+        else ""
+    )
+    return [
+        (
+            "online load",
+            f"{load['concurrency']:,} in flight per replica, {load['running']:,} running "
+            f"(at most {load['capacity']:,}){queue}; first token after "
+            f"{fmt_num(load['service_ttft_ms'])} ms of service "
+            f"({load['prefill_chunks']} prefill pass{'es' if load['prefill_chunks'] > 1 else ''})",
+        )
+    ]
+
+
 def show_plan(doc: dict[str, Any]) -> None:
     job, mem, prec = doc["job"], doc["memory"], doc["precision"]
     if doc.get("fits") is False:
@@ -54,8 +77,12 @@ def show_plan(doc: dict[str, Any]) -> None:
     batch = f"{doc['batch']}" + {
         "continuous": " (continuous, max that fits)",
         "offline": " at most running at once (in-flight batching)",
+        "online": f" running ({job.get('concurrency')} requests in flight, closed loop)",
     }.get(doc["mode"], "")
-    queued = " incl. queueing" if doc["mode"] == "offline" else ""
+    online = doc.get("online") or {}
+    queued = (
+        " incl. queueing" if doc["mode"] == "offline" or online.get("queue_wait_ms", 0) > 0 else ""
+    )
     layout = f"{job['gpus']} x {doc['accelerator']} (tp {job['tp']}, pp {job['pp']}"
     layout += f", {job['replicas']} replicas)" if job["replicas"] > 1 else ")"
     rows = [
@@ -92,6 +119,7 @@ def show_plan(doc: dict[str, Any]) -> None:
         ("MBU / MFU", f"{_pct(doc['mbu'])} / {_pct(doc['mfu'])}"),
         ("cost per 1M output tokens", _money(doc["cost_per_million_output_tokens"])),
         *_offline_rows(doc.get("offline")),
+        *_online_rows(doc.get("online")),
     ]
     c = console()
     c.print(table(f"Inference plan — {doc['engine']['name']} engine class", ["", ""], rows))

@@ -62,6 +62,10 @@ class InferJob:
     #: an offline batch of this many requests arriving at once (``offline.py``); ``batch`` then
     #: caps how many run at once (None: as many as fit)
     num_requests: int | None = None
+    #: online serving: this many requests in flight over the deployment, a new one sent as one
+    #: finishes (``online.py``); ``batch`` then caps how many the engine runs at once (None:
+    #: as many as fit, as with ``num_requests``)
+    concurrency: int | None = None
     #: the engine's memory knob (TensorRT-LLM kv_cache_free_gpu_mem_fraction, vLLM
     #: gpu_memory_utilization, SGLang mem_fraction_static); None: the engine's default
     memory_fraction: float | None = None
@@ -92,6 +96,16 @@ class InferJob:
             raise FlopwiseError(
                 f"num_requests must be a positive integer, got {self.num_requests!r}"
             )
+        if self.concurrency is not None:
+            if not isinstance(self.concurrency, int) or self.concurrency < 1:
+                raise FlopwiseError(
+                    f"concurrency must be a positive integer, got {self.concurrency!r}"
+                )
+            if self.num_requests is not None:
+                raise FlopwiseError(
+                    "concurrency (online serving) and num_requests (an offline batch) are two "
+                    "modes: give one of them"
+                )
         if self.memory_fraction is not None:
             check_fraction(self.memory_fraction, "memory fraction")
         for name in ("engine_max_batch", "engine_max_tokens"):
@@ -161,6 +175,7 @@ class InferJob:
             "ep": self.ep,
             "attention_dp": self.attention_dp,
             "num_requests": self.num_requests,
+            "concurrency": self.concurrency,
             "price_per_gpu_hour": self.price_per_gpu_hour,
             "engine_max_batch": self.engine_max_batch,
             "engine_max_tokens": self.engine_max_tokens,

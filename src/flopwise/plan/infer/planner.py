@@ -2,6 +2,8 @@
 
 ``num_requests`` plans an offline batch of that many requests arriving at once, run by
 in-flight batching with ``batch`` (or as many as fit) running at a time (``offline.py``).
+``concurrency`` plans online serving with that many requests in flight, a new one sent as one
+finishes (``online.py``).
 Otherwise a fixed ``batch`` is static batching (all requests arrive together, are prefilled together and
 decode together, the way ``gptSessionBenchmark``-style benchmarks run): TTFT is the prefill of
 the whole batch, TPOT the mean decode step over the generation, throughput batch x output / E2E.
@@ -141,6 +143,10 @@ def plan_inference(
         from flopwise.plan.infer.offline import plan_offline
 
         plan = plan_offline(ctx, job.num_requests)
+    elif job.concurrency is not None:
+        from flopwise.plan.infer.online import plan_online
+
+        plan = plan_online(ctx, job.concurrency)
     elif job.batch is None:
         from flopwise.plan.infer.batching import plan_continuous
 
@@ -148,7 +154,10 @@ def plan_inference(
     else:
         plan = plan_static(ctx, job.batch)
     intervals = plan_intervals(hardware.id, ctx.engine.name, model.is_moe)
-    if plan.mode == "offline":  # TTFT there is mostly queueing, which no interval was fit on
+    queued = plan.mode == "offline" or (
+        plan.mode == "online" and plan.extras["online"]["queue_wait_ms"] > 0
+    )
+    if queued:  # TTFT there is mostly queueing, which no interval was fit on
         intervals = {k: v for k, v in intervals.items() if k != "ttft_ms"}
     plan = replace(
         plan,

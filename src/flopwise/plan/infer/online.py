@@ -1,0 +1,170 @@
+"""``--concurrency N``: online serving with N requests in flight (a closed loop).
+
+Benchmarks of a served endpoint keep N requests outstanding and send a client's next request
+as soon as its previous one finishes: NVIDIA AIPerf / GenAI-Perf ``--concurrency``, ``vllm
+bench serve --max-concurrency``, SGLang's ``bench_serving --max-concurrency``. In the steady
+state the engine runs B = min(N, what fits and the engine allows) sequences by continuous
+batching (``batching.py``): each request passes through its prompt and output_len decode steps,
+so B / output_len requests join per step and each step carries B decode tokens plus their
+prompt tokens (chunked prefill interleaved with decode). Per request:
+
+- time per output token (the benchmarks' inter-token latency): the mean step with that prefill
+  load, since a request's tokens wait through the steps that carry other requests' prompts;
+- time to first token: the prompt prefilled in chunks of the engine's per-pass token budget,
+  each chunk in a pass shared with the other B - 1 sequences' decode tokens, after half a pass
+  in flight on average (none with one request in flight); when N > B, plus the wait in the
+  engine's queue: N - B requests wait while B are served at B / E2E per second (Little's law);
+- throughput: B x output_len / E2E of a request, the closed-loop identity the benchmarks report
+  (a request's slot emits no token during its prefill).
+
+Not modelled: a prompt waiting behind another prompt's prefill pass, and the arrivals' burstiness
+(a closed loop's arrivals are as regular as its completions).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from flopwise.errors import FlopwiseError
+from flopwise.plan.infer.batching import (
+    build_note,
+    continuous_memory,
+    kv_tokens_held,
+    sized_context,
+    steady_concurrency,
+)
+from flopwise.plan.infer.context import Context
+from flopwise.plan.infer.phases import decode_phase, prefill_phase
+from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
+
+#: Highest share of the time the engine may spend prefilling for the queue formula: the step
+#: times already carry the prompts' work, so the share stays below 1; the cap only keeps the
+#: M/D/1 wait finite where rounding would reach it.
+PREFILL_BUSY_CAP = 0.95
+
+
+@dataclass(frozen=True, slots=True)
+class OnlineLoad:
+    """What a closed loop of `concurrency` requests settles to on one replica."""
+
+    concurrency: int  # requests in flight per replica (the client's setting / replicas)
+    running: int  # sequences the engine runs at once
+    capacity: int  # the most it can run (memory, sequence slots, token budget)
+    prefill_chunks: int  # passes a new prompt takes
+    prefill_tokens_per_step: float  # prompt tokens a mean step carries
+    service_ttft_s: float  # first token after admission (its prefill and the wait for it)
+    prefill_wait_s: float  # of which: behind other prompts' prefills (M/D/1)
+    prefill_busy: float  # share of the time the engine spends prefilling
+    queue_wait_s: float  # mean wait before admission (0 unless concurrency > capacity)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "concurrency": self.concurrency,
+            "running": self.running,
+            "capacity": self.capacity,
+            "prefill_chunks": self.prefill_chunks,
+            "prefill_tokens_per_step": self.prefill_tokens_per_step,
+            "service_ttft_ms": self.service_ttft_s * 1e3,
+            "prefill_wait_ms": self.prefill_wait_s * 1e3,
+            "prefill_busy": self.prefill_busy,
+            "queue_wait_ms": self.queue_wait_s * 1e3,
+        }
+
+
+def plan_online(ctx: Context, concurrency: int) -> InferPlan:
+    """Steady state of a closed loop of `concurrency` requests in flight over the deployment,
+    split evenly over its replicas (module docstring)."""
+    from flopwise.plan.infer.planner import fit_suggestion
+
+    if concurrency < 1:
+        raise FlopwiseError(f"concurrency must be a positive integer, got {concurrency!r}")
+    ctx, build = sized_context(ctx)
+    job = ctx.job
+    total = concurrency
+    concurrency = math.ceil(total / job.replicas)
+    if job.batch is not None:
+        # --batch is the engine's running-sequence cap (vLLM --max-num-seqs, TensorRT-LLM
+        # max_batch_size, SGLang --max-running-requests)
+        ctx = replace(ctx, engine=replace(ctx.engine, max_num_seqs=job.batch))
+    capacity = steady_concurrency(ctx)
+    if capacity < 1:
+        raise FlopwiseError(fit_suggestion(ctx.spec, ctx.hw, job))
+    running = min(concurrency, capacity)
+    per_step = running * job.input_len / job.output_len
+    step = decode_phase(ctx, running, prefill_per_step=per_step)
+    budget = max(1, ctx.engine.max_num_tokens - (running - 1))
+    chunks = max(1, math.ceil(job.input_len / budget))
+    if running == 1:
+        # a lone prompt, chunk by chunk (each pass a 1/chunks share of its tokens and pairs)
+        service_ttft = chunks * prefill_phase(ctx, 1.0 / chunks).time_s
+    else:
+        chunk = job.input_len / chunks
+        shared = decode_phase(ctx, running - 1, prefill_per_step=chunk)
+        service_ttft = chunks * shared.time_s + 0.5 * step.time_s
+    tpot = step.time_s
+    # prompts queue for the prefill behind the prompts that arrived before them: an M/D/1 queue
+    # (Pollaczek-Khinchine) with the prompt's own prefill as the service time
+    prefill_s = prefill_phase(ctx, 1).time_s
+    e2e_guess = service_ttft + (job.output_len - 1) * tpot
+    rho = min(PREFILL_BUSY_CAP, running / e2e_guess * prefill_s) if running > 1 else 0.0
+    prefill_wait = rho * prefill_s / (2.0 * (1.0 - rho))
+    service_ttft += prefill_wait
+    service_e2e = service_ttft + (job.output_len - 1) * tpot
+    served_per_s = running / service_e2e
+    wait = max(0, concurrency - running) / served_per_s
+    load = OnlineLoad(
+        concurrency=concurrency,
+        running=running,
+        capacity=capacity,
+        prefill_chunks=chunks,
+        prefill_tokens_per_step=per_step,
+        service_ttft_s=service_ttft,
+        prefill_wait_s=prefill_wait,
+        prefill_busy=rho,
+        queue_wait_s=wait,
+    )
+    mfu, mbu, peak, bw = utilisation(ctx, running, service_e2e, step)
+    capped = (
+        f"; {concurrency:,} in flight but at most {capacity:,} run at once: the rest wait "
+        f"{wait * 1e3:,.0f} ms in the queue on average (in TTFT and latency)"
+        if wait > 0
+        else ""
+    )
+    plan = InferPlan(
+        model=ctx.spec.name,
+        accelerator=ctx.hw.id,
+        job=job,
+        mode="online",
+        batch=running,
+        precision=ctx.precision,
+        engine=ctx.engine,
+        ttft_s=service_ttft + wait,
+        tpot_s=tpot,
+        e2e_latency_s=service_e2e + wait,
+        output_tokens_per_s=running * job.output_len / service_e2e * job.replicas,
+        memory=replace(continuous_memory(ctx, running), max_batch=capacity),
+        prefill=prefill_phase(ctx, 1),
+        decode=step,
+        peak_bw_gbps=bw,
+        peak_tflops=peak,
+        mfu=mfu,
+        mbu=mbu,
+        assumptions=(
+            *assumptions_for(ctx),
+            f"online serving: a closed loop of {total:,} requests in flight (a new one as one "
+            "finishes)"
+            + (f", {concurrency:,} per replica" if job.replicas > 1 else "")
+            + f"; {running:,} running, each holding "
+            f"{kv_tokens_held(ctx):,.0f} tokens of KV; {per_step:,.0f} prompt tokens prefilled "
+            f"per step; a new prompt in {chunks} pass{'es' if chunks > 1 else ''} of up to "
+            f"{budget:,} tokens beside the running requests' decode{capped}",
+            *build_note(build),
+        ),
+    )
+    extras: dict[str, Any] = {"online": load.to_dict()}
+    if build is not None:
+        extras["engine_max_batch_size"] = build.max_batch_size
+        extras["engine_max_num_tokens"] = build.max_num_tokens
+    return replace(plan, extras=extras)

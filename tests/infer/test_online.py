@@ -1,0 +1,128 @@
+"""Online serving (--concurrency N): a closed loop of N requests in flight, in its steady state."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from itertools import pairwise
+
+import pytest
+
+from conftest import run_cli
+from flopwise.errors import FlopwiseError
+from flopwise.hardware import hardware_from_catalog
+from flopwise.plan.infer import InferJob, plan_inference
+from flopwise.workload import load_model
+
+H100 = hardware_from_catalog("h100-sxm")
+MODEL = load_model("llama-3.1-8b")
+BASE = InferJob(
+    input_len=2000,
+    output_len=500,
+    batch=None,
+    weight_dtype="fp8",
+    kv_dtype="fp8",
+    engine="vllm",
+    concurrency=1,
+)
+
+
+def _online(concurrency: int, **kw: object):  # type: ignore[no-untyped-def]
+    return plan_inference(MODEL, H100, replace(BASE, concurrency=concurrency, **kw))
+
+
+def test_one_request_in_flight_is_a_lone_prompt_then_a_lone_decode() -> None:
+    one = _online(1)
+    static = plan_inference(MODEL, H100, replace(BASE, concurrency=None, batch=1))
+    load = one.extras["online"]
+    assert one.mode == "online" and one.batch == 1
+    assert load["queue_wait_ms"] == 0 and load["prefill_wait_ms"] == 0
+    # the prompt alone (vLLM's 8192-token passes take it whole), then batch-1 decode steps that
+    # carry 1/500 of a prompt each
+    assert load["prefill_chunks"] == 1
+    assert one.ttft_s == pytest.approx(static.ttft_s, rel=0.01)
+    assert static.tpot_s < one.tpot_s < 1.1 * static.tpot_s
+
+
+def test_throughput_is_the_closed_loop_identity() -> None:
+    plan = _online(32)
+    e2e_service = plan.e2e_latency_s - plan.extras["online"]["queue_wait_ms"] / 1e3
+    assert plan.output_tokens_per_s == pytest.approx(
+        plan.batch * BASE.output_len / e2e_service, rel=1e-9
+    )
+    assert plan.e2e_latency_s == pytest.approx(
+        plan.ttft_s + (BASE.output_len - 1) * plan.tpot_s, rel=1e-9
+    )
+
+
+def test_more_requests_in_flight_cost_latency_and_buy_throughput() -> None:
+    plans = [_online(c) for c in (1, 4, 16, 64)]
+    assert all(p.extras["online"]["queue_wait_ms"] == 0 for p in plans)
+    for a, b in pairwise(plans):
+        assert b.tpot_s > a.tpot_s and b.ttft_s > a.ttft_s
+        assert b.output_tokens_per_s > a.output_tokens_per_s
+    # prompts wait behind each other's prefill as the arrival rate grows
+    busy = [p.extras["online"]["prefill_busy"] for p in plans]
+    assert busy[0] == 0 and busy == sorted(busy) and busy[-1] < 1
+
+
+def test_beyond_what_runs_at_once_requests_queue_by_littles_law() -> None:
+    full = _online(256)  # vLLM runs at most max_num_seqs 256
+    capacity = full.extras["online"]["capacity"]
+    assert capacity == 256 and full.batch == 256 and full.extras["online"]["queue_wait_ms"] == 0
+    over = _online(400)
+    load = over.extras["online"]
+    assert over.batch == capacity and load["running"] == capacity
+    service_e2e = over.e2e_latency_s - load["queue_wait_ms"] / 1e3
+    # 144 requests wait while 256 are served at 256 / E2E per second
+    assert load["queue_wait_ms"] / 1e3 == pytest.approx((400 - 256) * service_e2e / 256, rel=1e-9)
+    assert over.output_tokens_per_s == pytest.approx(full.output_tokens_per_s, rel=1e-9)
+    assert over.tpot_s == pytest.approx(full.tpot_s, rel=1e-9)
+
+
+def test_batch_caps_what_runs_and_replicas_share_the_load() -> None:
+    capped = _online(64, batch=16)
+    assert capped.batch == 16 and capped.extras["online"]["queue_wait_ms"] > 0
+    one = _online(8)
+    two = _online(16, tp=1, replicas=2)  # 16 in flight over 2 replicas: 8 each
+    assert two.extras["online"]["concurrency"] == 8 and two.batch == 8
+    assert two.output_tokens_per_s == pytest.approx(2 * one.output_tokens_per_s, rel=1e-9)
+    assert two.ttft_s == pytest.approx(one.ttft_s, rel=1e-9)
+
+
+def test_a_long_prompt_is_prefilled_in_passes_of_the_token_budget() -> None:
+    long = _online(4, input_len=20000, engine_max_tokens=4096)
+    load = long.extras["online"]
+    # 20,000 prompt tokens beside 3 decode tokens in passes of 4,096: 5 passes
+    assert load["prefill_chunks"] == 5
+    whole = _online(4, input_len=20000, engine_max_tokens=32768)
+    assert whole.extras["online"]["prefill_chunks"] == 1
+    assert long.ttft_s > whole.ttft_s  # every pass reads the weights again
+
+
+def test_job_rejects_bad_concurrency() -> None:
+    with pytest.raises(FlopwiseError, match="concurrency must be a positive integer"):
+        replace(BASE, concurrency=0)
+    with pytest.raises(FlopwiseError, match="two modes"):
+        replace(BASE, num_requests=100)
+
+
+def test_cli_online_json_text_and_errors() -> None:
+    args = ("plan", "infer", "llama-3.1-8b", "-a", "h100-sxm", "--engine", "vllm")
+    out = run_cli(*args, "--concurrency", "300", "--weight-dtype", "fp8", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["mode"] == "online" and doc["job"]["concurrency"] == 300
+    assert doc["batch"] == 256 and doc["online"]["running"] == 256
+    assert doc["online"]["queue_wait_ms"] > 0
+    assert doc["ttft_ms_interval"] is None  # queueing, which no interval was fit on
+    assert doc["tpot_ms_interval"] is not None
+    low = run_cli(*args, "--concurrency", "8", "--json")
+    assert json.loads(low.stdout)["ttft_ms_interval"] is not None
+    text = run_cli(*args, "--concurrency", "300")
+    assert text.returncode == 0 and "online load" in text.stdout and "in the queue" in text.stdout
+    bad = run_cli(*args, "--concurrency", "0")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    both = run_cli(*args, "--concurrency", "4", "--num-requests", "10")
+    assert both.returncode == 2 and "--concurrency" in both.stderr
+    assert "Traceback" not in both.stderr + bad.stderr

@@ -126,3 +126,27 @@ def test_cli_online_json_text_and_errors() -> None:
     both = run_cli(*args, "--concurrency", "4", "--num-requests", "10")
     assert both.returncode == 2 and "--concurrency" in both.stderr
     assert "Traceback" not in both.stderr + bad.stderr
+
+
+def test_compare_splits_the_load_over_each_instances_replicas() -> None:
+    out = run_cli(
+        "compare", "infer", "llama-3.1-8b", "--concurrency", "64", "--input-len", "1000",
+        "--output-len", "500", "--tp", "2", "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["job"]["concurrency"] == 64 and "in flight per instance" in doc["job"]["batch_rule"]
+    eight = [r for r in doc["rows"] if r["gpus"] == 8 and r["accelerator"] == "h100-sxm"]
+    assert eight, "an 8 x H100 offer"
+    row = eight[0]
+    assert row["replicas"] == 4 and "16 in flight per replica" in row["ran"]
+    one = plan_inference(
+        MODEL,
+        hardware_from_catalog("h100-sxm"),
+        InferJob(input_len=1000, output_len=500, batch=None, tp=2, concurrency=16),
+    )
+    assert row["output_tokens_per_s"] == pytest.approx(4 * one.output_tokens_per_s, rel=0.01)
+    both = run_cli(
+        "compare", "infer", "llama-3.1-8b", "--concurrency", "8", "--target-ttft-ms", "100"
+    )
+    assert both.returncode == 2 and len(both.stderr.strip().splitlines()) == 1

@@ -149,7 +149,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
             f"{model.name}'s context of {model.max_seq_len} tokens"
         )
     ijob = CompareInferJob(
-        batch=resolve_batch(args.batch, args.num_requests),
+        batch=resolve_batch(args.batch, args.num_requests, args.concurrency),
         input_len=args.input_len,
         output_len=args.output_len,
         weight_dtype=args.weight_dtype,
@@ -161,6 +161,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
         target_tpot_ms=args.target_tpot_ms,
         target_ttft_ms=args.target_ttft_ms,
         num_requests=args.num_requests,
+        concurrency=args.concurrency,
         memory_fraction=args.memory_fraction,
         allow_long_context=args.allow_long_context,
         fp8_context_attention=args.fp8_context_attention,

@@ -50,9 +50,9 @@ INFER_FLAGS: list[JobFlag] = [
         "online serving: N requests in flight, a new one sent as one finishes (AIPerf/"
         "GenAI-Perf --concurrency, vllm bench serve --max-concurrency); plans the steady "
         "state: TTFT, inter-token latency and tokens/s at that load, queueing included when "
-        "N exceeds what the engine runs at once (--batch caps that; default max)",
+        "N exceeds what the engine runs at once (--batch caps that; default max); compare: "
+        "N in flight per instance, split over its replicas",
         kinds=_I,
-        doors=_PLAN,
         parse=_positive_int,
         metavar="N",
         exclusive="mode",

@@ -87,15 +87,21 @@ def infer_rows(
             continue
         best_rate = -1.0
         for group in tried:
-            share = None  # an offline batch is split over the instance's replicas
-            if job.num_requests is not None:
-                share = -(-job.num_requests // (c.gpus_per_instance // group))
+            # an offline batch and an online load are split over the instance's replicas
+            replicas = c.gpus_per_instance // group
+            share = None if job.num_requests is None else -(-job.num_requests // replicas)
+            flight = None if job.concurrency is None else -(-job.concurrency // replicas)
 
             def plan(
-                batch: int | None, group: int = group, hw: Hardware = hw, share: int | None = share
+                batch: int | None,
+                group: int = group,
+                hw: Hardware = hw,
+                share: int | None = share,
+                flight: int | None = flight,
             ) -> dict[str, Any]:
-                j = replace(job, batch=batch, num_requests=share)
-                return memo(planners.infer_estimate, model, hw, group, j, ("batch", batch, share))
+                j = replace(job, batch=batch, num_requests=share, concurrency=flight)
+                key = ("batch", batch, share, flight)
+                return memo(planners.infer_estimate, model, hw, group, j, key)
 
             try:
                 e = _best_under_target(plan, job) if targeted else plan(job.batch)
@@ -148,7 +154,7 @@ def _row(c: Candidate, est: dict[str, Any], net: dict[str, Any], hw: Hardware) -
         "gpus_per_replica": replica,
         "replicas": replicas,
         "ran": (
-            f"batch {est['batch']} per replica, tp{layout['tp']} pp{layout['pp']}, {replicas} "
+            _load_text(est) + f", tp{layout['tp']} pp{layout['pp']}, {replicas} "
             f"replica{'s' if replicas > 1 else ''} on {c.gpus_per_instance} GPUs"
         ),
         "method": est["method"],
@@ -175,6 +181,17 @@ def _row(c: Candidate, est: dict[str, Any], net: dict[str, Any], hw: Hardware) -
         **_offline(est.get("offline"), c.price_per_hour, tokens_per_s, est),
         "_plan": plan,
     }
+
+
+def _load_text(est: dict[str, Any]) -> str:
+    """What each replica ran: its batch, or its online load and how much of it ran at once."""
+    online = est.get("online")
+    if not online:
+        return f"batch {est['batch']} per replica"
+    queued = (
+        f", {online['concurrency'] - online['running']:,} queued" if online["queue_wait_ms"] else ""
+    )
+    return f"{online['concurrency']:,} in flight per replica, {online['running']:,} running{queued}"
 
 
 def _online_ranges(

@@ -114,6 +114,9 @@ class CompareInferJob:
     #: An offline batch of this many requests per instance (split over its replicas); `batch`
     #: then caps how many run at once per replica (None: as many as fit).
     num_requests: int | None = None
+    #: Online serving: this many requests in flight per instance (split over its replicas), a
+    #: new one sent as one finishes; `batch` then caps how many run at once per replica.
+    concurrency: int | None = None
     #: The engine's memory knob (see plan.infer.InferJob.memory_fraction); None: its default.
     memory_fraction: float | None = None
     #: Plan sequences past the model's context (see plan.infer.InferJob.allow_long_context).
@@ -132,6 +135,12 @@ class CompareInferJob:
             return (
                 f"an offline batch of {self.num_requests:,} requests per instance, split over "
                 f"its replicas; {running} running at once per replica"
+            )
+        if self.concurrency is not None:
+            running = "as many as fit" if self.batch is None else f"at most {self.batch}"
+            return (
+                f"online serving: {self.concurrency:,} requests in flight per instance, split "
+                f"over its replicas; {running} running at once per replica"
             )
         targets = [
             f"{name} <= {value:g} ms"
@@ -155,6 +164,15 @@ class CompareInferJob:
             raise FlopwiseError(f"--tp must be at least 1, got {self.tp}")
         if self.num_requests is not None and self.num_requests < 1:
             raise FlopwiseError(f"--num-requests must be at least 1, got {self.num_requests}")
+        if self.concurrency is not None:
+            if self.concurrency < 1:
+                raise FlopwiseError(f"--concurrency must be at least 1, got {self.concurrency}")
+            if self.num_requests is not None:
+                raise FlopwiseError("--concurrency and --num-requests are two modes: give one")
+            if self.target_tpot_ms is not None or self.target_ttft_ms is not None:
+                raise FlopwiseError(
+                    "--concurrency fixes the load; a latency target picks it: give one of them"
+                )
         if self.memory_fraction is not None:
             check_fraction(self.memory_fraction, "--memory-fraction")
         for name in ("target_tpot_ms", "target_ttft_ms"):
@@ -177,6 +195,7 @@ class CompareInferJob:
             "target_tpot_ms": self.target_tpot_ms,
             "target_ttft_ms": self.target_ttft_ms,
             "num_requests": self.num_requests,
+            "concurrency": self.concurrency,
             "memory_fraction": self.memory_fraction,
             "allow_long_context": self.allow_long_context,
             "fp8_context_attention": self.fp8_context_attention,

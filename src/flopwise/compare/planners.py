@@ -147,6 +147,7 @@ def infer_estimate(
             act_dtype=job.act_dtype,
             engine=job.engine,
             num_requests=job.num_requests,
+            concurrency=job.concurrency,
             memory_fraction=job.memory_fraction,
             allow_long_context=job.allow_long_context,
             fp8_context_attention=job.fp8_context_attention,
@@ -170,5 +171,6 @@ def infer_estimate(
         "breakdown": {k: request[k] for k in _INFER_TIME_PARTS if k in request},
         "memory_breakdown": {k: memory[k] for k in _INFER_MEMORY_PARTS if k in memory},
         "offline": plan.get("offline"),
+        "online": plan.get("online"),
         "plan": plan,
     }

@@ -150,3 +150,13 @@ def test_compare_splits_the_load_over_each_instances_replicas() -> None:
         "compare", "infer", "llama-3.1-8b", "--concurrency", "8", "--target-ttft-ms", "100"
     )
     assert both.returncode == 2 and len(both.stderr.strip().splitlines()) == 1
+
+
+def test_fewer_requests_than_replicas_leave_replicas_idle() -> None:
+    four = _online(2, tp=1, replicas=4)  # 2 requests over 4 replicas: 2 busy, 1 each
+    one = _online(1)
+    assert four.extras["online"]["concurrency"] == 1
+    assert four.output_tokens_per_s == pytest.approx(2 * one.output_tokens_per_s, rel=1e-9)
+    uneven = _online(6, tp=1, replicas=4)  # 2 each as it goes: 3 replicas' worth
+    two = _online(2)
+    assert uneven.output_tokens_per_s == pytest.approx(3 * two.output_tokens_per_s, rel=1e-9)

@@ -15,6 +15,7 @@ from flopwise.compare.network import network_check
 from flopwise.compare.rows import INFER_INTERVALS, _interval, price_date, scaled_interval
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
+from flopwise.plan.infer.online import busy_replicas
 from flopwise.units import SECONDS_PER_HOUR
 from flopwise.workload.spec import ModelSpec
 
@@ -105,6 +106,8 @@ def infer_rows(
 
             try:
                 e = _best_under_target(plan, job) if targeted else plan(job.batch)
+                if job.concurrency is not None:  # fewer requests than replicas leave some idle
+                    e = {**e, "busy_replicas": busy_replicas(job.concurrency, replicas)}
             except FlopwiseError as exc:  # e.g. nothing fits at batch max, or tp splits no heads
                 reason = f"{group} GPUs per replica: {exc}"
                 continue
@@ -133,7 +136,7 @@ def infer_rows(
 def _row(c: Candidate, est: dict[str, Any], net: dict[str, Any], hw: Hardware) -> dict[str, Any]:
     replica = int(est["layout"]["tp"]) * int(est["layout"]["pp"])
     replicas = c.gpus_per_instance // replica
-    tokens_per_s = est["output_tokens_per_s"] * replicas
+    tokens_per_s = est["output_tokens_per_s"] * est.get("busy_replicas", replicas)
     cost = None
     if c.price_per_hour is not None and tokens_per_s:
         cost = c.price_per_hour / (tokens_per_s * SECONDS_PER_HOUR) * 1e6
@@ -154,7 +157,7 @@ def _row(c: Candidate, est: dict[str, Any], net: dict[str, Any], hw: Hardware) -
         "gpus_per_replica": replica,
         "replicas": replicas,
         "ran": (
-            _load_text(est) + f", tp{layout['tp']} pp{layout['pp']}, {replicas} "
+            _load_text(est, replicas) + f", tp{layout['tp']} pp{layout['pp']}, {replicas} "
             f"replica{'s' if replicas > 1 else ''} on {c.gpus_per_instance} GPUs"
         ),
         "method": est["method"],
@@ -183,15 +186,18 @@ def _row(c: Candidate, est: dict[str, Any], net: dict[str, Any], hw: Hardware) -
     }
 
 
-def _load_text(est: dict[str, Any]) -> str:
+def _load_text(est: dict[str, Any], replicas: int) -> str:
     """What each replica ran: its batch, or its online load and how much of it ran at once."""
     online = est.get("online")
     if not online:
         return f"batch {est['batch']} per replica"
-    queued = (
-        f", {online['concurrency'] - online['running']:,} queued" if online["queue_wait_ms"] else ""
+    queued = online["concurrency"] - online["running"] if online["queue_wait_ms"] else 0
+    busy = est.get("busy_replicas", replicas)
+    idle = f" ({busy:,.0f} of {replicas} replicas busy)" if busy < replicas else ""
+    return (
+        f"{online['concurrency']:,} in flight per replica{idle}, {online['running']:,} running"
+        + (f", {queued:,} queued" if queued else "")
     )
-    return f"{online['concurrency']:,} in flight per replica, {online['running']:,} running{queued}"
 
 
 def _online_ranges(

@@ -73,6 +73,12 @@ class OnlineLoad:
         }
 
 
+def busy_replicas(total: int, replicas: int) -> float:
+    """Replicas' worth of load when `total` requests in flight are split over `replicas`: each
+    carries ceil(total / replicas), so total / that many are busy (all of them, or `total`)."""
+    return total / math.ceil(total / replicas)
+
+
 def plan_online(ctx: Context, concurrency: int) -> InferPlan:
     """Steady state of a closed loop of `concurrency` requests in flight over the deployment,
     split evenly over its replicas (module docstring)."""
@@ -143,7 +149,11 @@ def plan_online(ctx: Context, concurrency: int) -> InferPlan:
         ttft_s=service_ttft + wait,
         tpot_s=tpot,
         e2e_latency_s=service_e2e + wait,
-        output_tokens_per_s=running * job.output_len / service_e2e * job.replicas,
+        # the load is split as evenly as it goes: fewer requests than replicas leave some idle
+        output_tokens_per_s=running
+        * job.output_len
+        / service_e2e
+        * busy_replicas(total, job.replicas),
         memory=replace(continuous_memory(ctx, running), max_batch=capacity),
         prefill=prefill_phase(ctx, 1),
         decode=step,

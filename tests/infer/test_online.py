@@ -160,3 +160,30 @@ def test_fewer_requests_than_replicas_leave_replicas_idle() -> None:
     uneven = _online(6, tp=1, replicas=4)  # 2 each as it goes: 3 replicas' worth
     two = _online(2)
     assert uneven.output_tokens_per_s == pytest.approx(3 * two.output_tokens_per_s, rel=1e-9)
+
+
+def test_a_comma_list_is_a_concurrency_sweep(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    args = ("plan", "infer", "llama-3.1-8b", "-a", "h100-sxm", "--engine", "vllm")
+    out = run_cli(*args, "--concurrency", "1,8,64,400", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["mode"] == "online-sweep" and doc["job"]["concurrency"] == [1, 8, 64, 400]
+    points = doc["points"]
+    assert [p["concurrency"] for p in points] == [1, 8, 64, 400]
+    one = _online(8, input_len=1024, output_len=256, weight_dtype="bf16", kv_dtype=None)
+    assert points[1]["output_tokens_per_s"] == pytest.approx(one.output_tokens_per_s, rel=1e-9)
+    assert points[-1]["online"]["queue_wait_ms"] > 0 and points[-1]["ttft_ms_interval"] is None
+    assert [p["tpot_ms"] for p in points] == sorted(p["tpot_ms"] for p in points)
+    text = run_cli(*args, "--concurrency", "1,8")
+    assert text.returncode == 0 and "Concurrency sweep" in text.stdout
+    # the sweep round-trips through a job file
+    cfg = run_cli(*args, "--concurrency", "2,4", "--print-config")
+    assert "concurrency = [2, 4]" in cfg.stdout
+    job = tmp_path / "job.toml"
+    job.write_text(cfg.stdout)
+    again = run_cli("plan", "infer", "--config", str(job), "--json")
+    assert [p["concurrency"] for p in json.loads(again.stdout)["points"]] == [2, 4]
+    bad = run_cli(*args, "--concurrency", "1,x")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    cmp = run_cli("compare", "infer", "llama-3.1-8b", "--concurrency", "1,8")
+    assert cmp.returncode == 2 and "one --concurrency" in cmp.stderr

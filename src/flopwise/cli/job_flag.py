@@ -52,6 +52,19 @@ def _batch(text: str) -> str | int:
     return parse_positive_int(text, "--batch (a positive integer or 'max')")
 
 
+def _concurrency(text: str) -> int | tuple[int, ...]:
+    """--concurrency: N, or a comma list N1,N2,... (a sweep; a job file may give a list)."""
+    from flopwise.units import parse_positive_int
+
+    parts = [p.strip() for p in text.strip().strip("[]").split(",") if p.strip()]
+    if not parts:
+        raise FlopwiseError(f"--concurrency {text!r}: give N or a comma list such as 1,8,32")
+    levels = tuple(
+        dict.fromkeys(parse_positive_int(p, "--concurrency (positive integers)") for p in parts)
+    )
+    return levels[0] if len(levels) == 1 else levels
+
+
 def _acceptance(text: str) -> float:
     value = non_negative_float(text)
     if value >= 1:

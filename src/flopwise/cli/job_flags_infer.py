@@ -15,6 +15,7 @@ from flopwise.cli.job_flag import (
     JobFlag,
     _acceptance,
     _batch,
+    _concurrency,
 )
 
 #: Inference: the workload, the deployment, the engine.
@@ -50,11 +51,12 @@ INFER_FLAGS: list[JobFlag] = [
         "online serving: N requests in flight, a new one sent as one finishes (AIPerf/"
         "GenAI-Perf --concurrency, vllm bench serve --max-concurrency); plans the steady "
         "state: TTFT, inter-token latency and tokens/s at that load, queueing included when "
-        "N exceeds what the engine runs at once (--batch caps that; default max); compare: "
-        "N in flight per instance, split over its replicas",
+        "N exceeds what the engine runs at once (--batch caps that; default max); plan: a "
+        "comma list (1,8,32,128) gives the concurrency sweep; compare: one N in flight per "
+        "instance, split over its replicas",
         kinds=_I,
-        parse=_positive_int,
-        metavar="N",
+        parse=_concurrency,
+        metavar="N[,N...]",
         exclusive="mode",
     ),
     JobFlag(

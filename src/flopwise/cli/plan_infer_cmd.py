@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
         from flopwise.plan.infer.job import check_tensor_parallel
 
         check_tensor_parallel(model, tp)
+    levels = args.concurrency if isinstance(args.concurrency, tuple) else None
     job = InferJob(
         input_len=args.input_len,
         output_len=args.output_len,
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         ep=args.ep,
         attention_dp=args.attention_dp,
         num_requests=args.num_requests,
-        concurrency=args.concurrency,
+        concurrency=levels[0] if levels else args.concurrency,
         memory_fraction=args.memory_fraction,
         engine_max_batch=args.engine_max_batch,
         engine_max_tokens=args.engine_max_tokens,
@@ -85,6 +86,20 @@ def run(args: argparse.Namespace) -> int:
         draft = DraftConfig(
             model=load_model(args.draft), acceptance=args.acceptance, tokens=args.draft_tokens
         )
+    if levels is not None:
+        from flopwise.plan.infer.online import plan_online_sweep
+
+        plans = plan_online_sweep(model, hw, job, levels, draft=draft)
+        doc = {
+            "model": model.name,
+            "accelerator": hw.id,
+            "mode": "online-sweep",
+            "job": {**job.to_dict(), "concurrency": list(levels)},
+            "points": [_online_point(p.to_dict()) for p in plans],
+            "hardware": hw_doc,
+        }
+        _emit(args, doc, "online_sweep")
+        return 0
     plan = plan_inference(model, hw, job, draft=draft)
     doc = {**plan.to_dict(), "hardware": hw_doc}
     _emit(args, doc, "plan")
@@ -103,6 +118,34 @@ def resolve_batch(
     return 1 if batch is None else int(batch)
 
 
+#: What each point of a concurrency sweep keeps of its plan (the whole plan is one run away).
+_POINT_KEYS = (
+    "batch",
+    "ttft_ms",
+    "tpot_ms",
+    "e2e_latency_s",
+    "output_tokens_per_s",
+    "tokens_per_s_per_user",
+    "memory_per_gpu_gib",
+    "fits",
+    "mbu",
+    "mfu",
+    "cost_per_million_output_tokens",
+    "ttft_ms_interval",
+    "tpot_ms_interval",
+    "output_tokens_per_s_interval",
+)
+
+
+def _online_point(plan: dict[str, Any]) -> dict[str, Any]:
+    load = plan["online"]
+    return {
+        "concurrency": plan["job"]["concurrency"],
+        **{k: plan.get(k) for k in _POINT_KEYS},
+        "online": load,
+    }
+
+
 def _emit(args: argparse.Namespace, doc: dict[str, Any], kind: str) -> None:
     if args.json:
         from flopwise.present.jsonout import emit
@@ -115,4 +158,5 @@ def _emit(args: argparse.Namespace, doc: dict[str, Any], kind: str) -> None:
         "plan": infer_view.show_plan,
         "sweep": infer_view.show_sweep,
         "target": infer_view.show_target,
+        "online_sweep": infer_view.show_online_sweep,
     }[kind](doc)

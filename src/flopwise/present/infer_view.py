@@ -230,6 +230,49 @@ def show_sweep(doc: dict[str, Any]) -> None:
     )
 
 
+def show_online_sweep(doc: dict[str, Any]) -> None:
+    job = doc["job"]
+    rows = []
+    for p in doc["points"]:
+        load = p["online"]
+        wait = load["queue_wait_ms"]
+        rows.append(
+            (
+                f"{p['concurrency']:,}",
+                f"{load['running']:,}",
+                fmt_num(p["ttft_ms"]),
+                fmt_num(p["tpot_ms"], 2),
+                fmt_num(p["output_tokens_per_s"]),
+                fmt_num(p["tokens_per_s_per_user"]),
+                "—" if wait <= 0 else f"{fmt_num(wait)}",
+                "—"
+                if p["cost_per_million_output_tokens"] is None
+                else f"${p['cost_per_million_output_tokens']:,.3f}",
+            )
+        )
+    title = (
+        f"Concurrency sweep (online, closed loop) — {doc['model']} on {job['gpus']} x "
+        f"{doc['accelerator']} (tp {job['tp']}), {job['input_len']} in / {job['output_len']} out"
+    )
+    console().print(
+        table(
+            title,
+            [
+                "in flight",
+                "running",
+                "TTFT ms",
+                "ITL ms",
+                "out tok/s",
+                "tok/s/user",
+                "queue ms",
+                "$/1M out",
+            ],
+            rows,
+            right=tuple(range(8)),
+        )
+    )
+
+
 def show_target(doc: dict[str, Any]) -> None:
     seed = doc["seed_check"]
     found = doc["gpus"]

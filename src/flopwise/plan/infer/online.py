@@ -24,6 +24,7 @@ Not modelled: a prompt waiting behind another prompt's prefill pass, and the arr
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -178,3 +179,18 @@ def plan_online(ctx: Context, concurrency: int) -> InferPlan:
         extras["engine_max_batch_size"] = build.max_batch_size
         extras["engine_max_num_tokens"] = build.max_num_tokens
     return replace(plan, extras=extras)
+
+
+def plan_online_sweep(
+    model: Any, hardware: Any, job: Any, levels: Sequence[int], draft: Any = None
+) -> list[InferPlan]:
+    """The online plan at each of `levels` requests in flight (a benchmark's concurrency sweep),
+    in the order given; `job` as for ``plan_inference`` with its ``concurrency`` replaced."""
+    from flopwise.plan.infer.planner import plan_inference
+
+    if not levels:
+        raise FlopwiseError("a concurrency sweep needs at least one level")
+    return [
+        plan_inference(model, hardware, replace(job, concurrency=int(c)), draft=draft)
+        for c in levels
+    ]

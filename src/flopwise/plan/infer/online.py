@@ -37,7 +37,7 @@ from flopwise.plan.infer.batching import (
     steady_concurrency,
 )
 from flopwise.plan.infer.context import Context
-from flopwise.plan.infer.phases import decode_phase, prefill_phase
+from flopwise.plan.infer.phases import Phase, decode_phase, prefill_phase
 from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
 
 #: Highest share of the time the engine may spend prefilling for the queue formula: the step
@@ -74,6 +74,50 @@ class OnlineLoad:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class SteadyService:
+    """What continuous batching does with `running` sequences at the job's lengths."""
+
+    step: Phase  # the mean step: the running sequences' decode and their prompts' prefill
+    prefill_tokens_per_step: float
+    chunks: int  # passes a new prompt takes
+    budget: int  # prompt tokens a pass carries beside the running decodes
+    first_token_s: float  # the prompt's passes (+ half a pass in flight), without waiting
+    prefill_s: float  # one prompt's prefill alone: the prefill queue's service time
+
+
+def steady_service(ctx: Context, running: float) -> SteadyService:
+    """The steady step and a new prompt's time to its first token with `running` sequences."""
+    job = ctx.job
+    per_step = running * job.input_len / job.output_len
+    step = decode_phase(ctx, running, prefill_per_step=per_step)
+    budget = max(1, int(ctx.engine.max_num_tokens - max(0.0, running - 1)))
+    chunks = max(1, math.ceil(job.input_len / budget))
+    if running <= 1:
+        # a lone prompt, chunk by chunk (each pass a 1/chunks share of its tokens and pairs)
+        first = chunks * prefill_phase(ctx, 1.0 / chunks).time_s
+    else:
+        shared = decode_phase(ctx, running - 1, prefill_per_step=job.input_len / chunks)
+        first = chunks * shared.time_s + 0.5 * step.time_s
+    return SteadyService(
+        step=step,
+        prefill_tokens_per_step=per_step,
+        chunks=chunks,
+        budget=budget,
+        first_token_s=first,
+        prefill_s=prefill_phase(ctx, 1).time_s,
+    )
+
+
+def md1_wait_s(busy: float, service_s: float) -> float:
+    """Mean wait in an M/D/1 queue (Pollaczek-Khinchine) at utilisation `busy` < 1."""
+    if busy <= 0:
+        return 0.0
+    if busy >= 1:
+        raise FlopwiseError(f"utilisation {busy:.3f} >= 1: the queue grows without bound")
+    return busy * service_s / (2.0 * (1.0 - busy))
+
+
 def busy_replicas(total: int, replicas: int) -> float:
     """Replicas' worth of load when `total` requests in flight are split over `replicas`: each
     carries ceil(total / replicas), so total / that many are busy (all of them, or `total`)."""
@@ -99,25 +143,17 @@ def plan_online(ctx: Context, concurrency: int) -> InferPlan:
     if capacity < 1:
         raise FlopwiseError(fit_suggestion(ctx.spec, ctx.hw, job))
     running = min(concurrency, capacity)
-    per_step = running * job.input_len / job.output_len
-    step = decode_phase(ctx, running, prefill_per_step=per_step)
-    budget = max(1, ctx.engine.max_num_tokens - (running - 1))
-    chunks = max(1, math.ceil(job.input_len / budget))
-    if running == 1:
-        # a lone prompt, chunk by chunk (each pass a 1/chunks share of its tokens and pairs)
-        service_ttft = chunks * prefill_phase(ctx, 1.0 / chunks).time_s
-    else:
-        chunk = job.input_len / chunks
-        shared = decode_phase(ctx, running - 1, prefill_per_step=chunk)
-        service_ttft = chunks * shared.time_s + 0.5 * step.time_s
+    service = steady_service(ctx, running)
+    step, chunks, budget = service.step, service.chunks, service.budget
+    per_step = service.prefill_tokens_per_step
     tpot = step.time_s
-    # prompts queue for the prefill behind the prompts that arrived before them: an M/D/1 queue
-    # (Pollaczek-Khinchine) with the prompt's own prefill as the service time
-    prefill_s = prefill_phase(ctx, 1).time_s
-    e2e_guess = service_ttft + (job.output_len - 1) * tpot
-    rho = min(PREFILL_BUSY_CAP, running / e2e_guess * prefill_s) if running > 1 else 0.0
-    prefill_wait = rho * prefill_s / (2.0 * (1.0 - rho))
-    service_ttft += prefill_wait
+    # prompts queue for the prefill behind the prompts that arrived before them, at the rate
+    # the loop completes requests
+    e2e_guess = service.first_token_s + (job.output_len - 1) * tpot
+    rho = running / e2e_guess * service.prefill_s if running > 1 else 0.0
+    rho = min(PREFILL_BUSY_CAP, rho)
+    prefill_wait = md1_wait_s(rho, service.prefill_s)
+    service_ttft = service.first_token_s + prefill_wait
     service_e2e = service_ttft + (job.output_len - 1) * tpot
     served_per_s = running / service_e2e
     wait = max(0, concurrency - running) / served_per_s

@@ -154,7 +154,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
             "plan infer sweeps a list"
         )
     ijob = CompareInferJob(
-        batch=resolve_batch(args.batch, args.num_requests, args.concurrency),
+        batch=resolve_batch(args.batch, args.num_requests, args.concurrency, args.request_rate),
         input_len=args.input_len,
         output_len=args.output_len,
         weight_dtype=args.weight_dtype,
@@ -167,6 +167,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
         target_ttft_ms=args.target_ttft_ms,
         num_requests=args.num_requests,
         concurrency=args.concurrency,
+        request_rate=args.request_rate,
         memory_fraction=args.memory_fraction,
         allow_long_context=args.allow_long_context,
         fp8_context_attention=args.fp8_context_attention,

@@ -16,6 +16,7 @@ from flopwise.cli.job_flag import (
     _acceptance,
     _batch,
     _concurrency,
+    _positive_float,
 )
 
 #: Inference: the workload, the deployment, the engine.
@@ -57,6 +58,16 @@ INFER_FLAGS: list[JobFlag] = [
         kinds=_I,
         parse=_concurrency,
         metavar="N[,N...]",
+        exclusive="mode",
+    ),
+    JobFlag(
+        "request-rate",
+        "online serving: requests arriving at R per second, Poisson (vllm bench serve "
+        "--request-rate); plans the steady state: TTFT, inter-token latency and how many run "
+        "at once, or says the highest rate the deployment sustains; compare: R per instance",
+        kinds=_I,
+        parse=_positive_float,
+        metavar="R",
         exclusive="mode",
     ),
     JobFlag(

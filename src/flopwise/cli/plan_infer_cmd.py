@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     job = InferJob(
         input_len=args.input_len,
         output_len=args.output_len,
-        batch=resolve_batch(args.batch, args.num_requests, args.concurrency),
+        batch=resolve_batch(args.batch, args.num_requests, args.concurrency, args.request_rate),
         tp=tp,
         pp=pp,
         replicas=replicas,
@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         attention_dp=args.attention_dp,
         num_requests=args.num_requests,
         concurrency=levels[0] if levels else args.concurrency,
+        request_rate=args.request_rate,
         memory_fraction=args.memory_fraction,
         engine_max_batch=args.engine_max_batch,
         engine_max_tokens=args.engine_max_tokens,
@@ -109,11 +110,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def resolve_batch(
-    batch: int | str | None, num_requests: int | None, concurrency: int | None = None
+    batch: int | str | None,
+    num_requests: int | None,
+    concurrency: Any = None,
+    request_rate: float | None = None,
 ) -> int | None:
     """--batch: 'max' is None; not given is 1 for one request at a time, 'max' for an offline
-    batch or online serving (--num-requests / --concurrency: as many running at once as fit)."""
-    if batch == "max" or (batch is None and (num_requests is not None or concurrency is not None)):
+    batch or online serving (--num-requests / --concurrency / --request-rate: as many running
+    at once as fit)."""
+    modes = (num_requests, concurrency, request_rate)
+    if batch == "max" or (batch is None and any(m is not None for m in modes)):
         return None
     return 1 if batch is None else int(batch)
 

@@ -92,6 +92,7 @@ def infer_rows(
             replicas = c.gpus_per_instance // group
             share = None if job.num_requests is None else -(-job.num_requests // replicas)
             flight = None if job.concurrency is None else -(-job.concurrency // replicas)
+            rate = None if job.request_rate is None else job.request_rate / replicas
 
             def plan(
                 batch: int | None,
@@ -99,9 +100,12 @@ def infer_rows(
                 hw: Hardware = hw,
                 share: int | None = share,
                 flight: int | None = flight,
+                rate: float | None = rate,
             ) -> dict[str, Any]:
-                j = replace(job, batch=batch, num_requests=share, concurrency=flight)
-                key = ("batch", batch, share, flight)
+                j = replace(
+                    job, batch=batch, num_requests=share, concurrency=flight, request_rate=rate
+                )
+                key = ("batch", batch, share, flight, rate)
                 return memo(planners.infer_estimate, model, hw, group, j, key)
 
             try:
@@ -188,6 +192,12 @@ def _row(c: Candidate, est: dict[str, Any], net: dict[str, Any], hw: Hardware) -
 
 def _load_text(est: dict[str, Any], replicas: int) -> str:
     """What each replica ran: its batch, or its online load and how much of it ran at once."""
+    arrivals = est.get("arrivals")
+    if arrivals:
+        return (
+            f"{arrivals['replica_rate_per_s']:.3g} requests/s per replica, "
+            f"{arrivals['mean_running']:,.1f} running on average"
+        )
     online = est.get("online")
     if not online:
         return f"batch {est['batch']} per replica"

@@ -117,6 +117,9 @@ class CompareInferJob:
     #: Online serving: this many requests in flight per instance (split over its replicas), a
     #: new one sent as one finishes; `batch` then caps how many run at once per replica.
     concurrency: int | None = None
+    #: Online serving: requests arriving at this many per second per instance (Poisson, split
+    #: over its replicas); an offer that cannot sustain it is excluded with its highest rate.
+    request_rate: float | None = None
     #: The engine's memory knob (see plan.infer.InferJob.memory_fraction); None: its default.
     memory_fraction: float | None = None
     #: Plan sequences past the model's context (see plan.infer.InferJob.allow_long_context).
@@ -135,6 +138,11 @@ class CompareInferJob:
             return (
                 f"an offline batch of {self.num_requests:,} requests per instance, split over "
                 f"its replicas; {running} running at once per replica"
+            )
+        if self.request_rate is not None:
+            return (
+                f"online serving: {self.request_rate:g} requests/s arriving per instance "
+                "(Poisson), split over its replicas"
             )
         if self.concurrency is not None:
             running = "as many as fit" if self.batch is None else f"at most {self.batch}"
@@ -173,6 +181,15 @@ class CompareInferJob:
                 raise FlopwiseError(
                     "--concurrency fixes the load; a latency target picks it: give one of them"
                 )
+        if self.request_rate is not None:
+            if not self.request_rate > 0:
+                raise FlopwiseError(f"--request-rate must be positive, got {self.request_rate}")
+            others = (self.num_requests, self.concurrency, self.target_tpot_ms, self.target_ttft_ms)
+            if any(o is not None for o in others):
+                raise FlopwiseError(
+                    "--request-rate fixes the load: give it without --num-requests, "
+                    "--concurrency or a latency target"
+                )
         if self.memory_fraction is not None:
             check_fraction(self.memory_fraction, "--memory-fraction")
         for name in ("target_tpot_ms", "target_ttft_ms"):
@@ -196,6 +213,7 @@ class CompareInferJob:
             "target_ttft_ms": self.target_ttft_ms,
             "num_requests": self.num_requests,
             "concurrency": self.concurrency,
+            "request_rate": self.request_rate,
             "memory_fraction": self.memory_fraction,
             "allow_long_context": self.allow_long_context,
             "fp8_context_attention": self.fp8_context_attention,

@@ -148,6 +148,7 @@ def infer_estimate(
             engine=job.engine,
             num_requests=job.num_requests,
             concurrency=job.concurrency,
+            request_rate=job.request_rate,
             memory_fraction=job.memory_fraction,
             allow_long_context=job.allow_long_context,
             fp8_context_attention=job.fp8_context_attention,
@@ -172,5 +173,6 @@ def infer_estimate(
         "memory_breakdown": {k: memory[k] for k in _INFER_MEMORY_PARTS if k in memory},
         "offline": plan.get("offline"),
         "online": plan.get("online"),
+        "arrivals": plan.get("arrivals"),
         "plan": plan,
     }

@@ -67,6 +67,22 @@ def _online_rows(load: dict[str, Any] | None) -> list[tuple[str, str]]:
     ]
 
 
+def _arrival_rows(load: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """Poisson arrivals: what the open loop settles to."""
+    if not load:
+        return []
+    return [
+        (
+            "arrivals",
+            f"{load['rate_per_s']:g} requests/s ({fmt_num(load['replica_rate_per_s'], 2)} per "
+            f"replica), {fmt_num(load['mean_running'], 1)} running on average (at most "
+            f"{load['capacity']:,}); prompts wait {fmt_num(load['prefill_wait_ms'])} ms for the "
+            f"prefill (busy {_pct(load['prefill_busy'])}); sustainable up to "
+            f"{fmt_num(load['max_rate_per_s'], 2)} requests/s",
+        )
+    ]
+
+
 def show_plan(doc: dict[str, Any]) -> None:
     job, mem, prec = doc["job"], doc["memory"], doc["precision"]
     if doc.get("fits") is False:
@@ -78,6 +94,9 @@ def show_plan(doc: dict[str, Any]) -> None:
         "continuous": " (continuous, max that fits)",
         "offline": " at most running at once (in-flight batching)",
         "online": f" running ({job.get('concurrency')} requests in flight, closed loop)",
+        "rate": f" running on average ({job.get('request_rate'):g} requests/s arriving)"
+        if job.get("request_rate")
+        else "",
     }.get(doc["mode"], "")
     online = doc.get("online") or {}
     queued = (
@@ -120,6 +139,7 @@ def show_plan(doc: dict[str, Any]) -> None:
         ("cost per 1M output tokens", _money(doc["cost_per_million_output_tokens"])),
         *_offline_rows(doc.get("offline")),
         *_online_rows(doc.get("online")),
+        *_arrival_rows(doc.get("arrivals")),
     ]
     c = console()
     c.print(table(f"Inference plan — {doc['engine']['name']} engine class", ["", ""], rows))

@@ -66,6 +66,9 @@ class InferJob:
     #: finishes (``online.py``); ``batch`` then caps how many the engine runs at once (None:
     #: as many as fit, as with ``num_requests``)
     concurrency: int | None = None
+    #: online serving: requests arriving at this many per second over the deployment (Poisson,
+    #: an open loop; ``arrivals.py``); ``batch`` then caps how many the engine runs at once
+    request_rate: float | None = None
     #: the engine's memory knob (TensorRT-LLM kv_cache_free_gpu_mem_fraction, vLLM
     #: gpu_memory_utilization, SGLang mem_fraction_static); None: the engine's default
     memory_fraction: float | None = None
@@ -105,6 +108,15 @@ class InferJob:
                 raise FlopwiseError(
                     "concurrency (online serving) and num_requests (an offline batch) are two "
                     "modes: give one of them"
+                )
+        if self.request_rate is not None:
+            rate = self.request_rate
+            if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
+                raise FlopwiseError(f"request_rate must be a positive number, got {rate!r}")
+            if self.num_requests is not None or self.concurrency is not None:
+                raise FlopwiseError(
+                    "request_rate (arrivals per second), concurrency (requests in flight) and "
+                    "num_requests (an offline batch) are separate modes: give one of them"
                 )
         if self.memory_fraction is not None:
             check_fraction(self.memory_fraction, "memory fraction")
@@ -176,6 +188,7 @@ class InferJob:
             "attention_dp": self.attention_dp,
             "num_requests": self.num_requests,
             "concurrency": self.concurrency,
+            "request_rate": self.request_rate,
             "price_per_gpu_hour": self.price_per_gpu_hour,
             "engine_max_batch": self.engine_max_batch,
             "engine_max_tokens": self.engine_max_tokens,

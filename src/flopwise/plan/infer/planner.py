@@ -3,7 +3,7 @@
 ``num_requests`` plans an offline batch of that many requests arriving at once, run by
 in-flight batching with ``batch`` (or as many as fit) running at a time (``offline.py``).
 ``concurrency`` plans online serving with that many requests in flight, a new one sent as one
-finishes (``online.py``).
+finishes (``online.py``); ``request_rate`` with requests arriving at that rate (``arrivals.py``).
 Otherwise a fixed ``batch`` is static batching (all requests arrive together, are prefilled together and
 decode together, the way ``gptSessionBenchmark``-style benchmarks run): TTFT is the prefill of
 the whole batch, TPOT the mean decode step over the generation, throughput batch x output / E2E.
@@ -147,6 +147,10 @@ def plan_inference(
         from flopwise.plan.infer.online import plan_online
 
         plan = plan_online(ctx, job.concurrency)
+    elif job.request_rate is not None:
+        from flopwise.plan.infer.arrivals import plan_request_rate
+
+        plan = plan_request_rate(ctx, float(job.request_rate))
     elif job.batch is None:
         from flopwise.plan.infer.batching import plan_continuous
 
@@ -159,6 +163,8 @@ def plan_inference(
     )
     if queued:  # TTFT there is mostly queueing, which no interval was fit on
         intervals = {k: v for k, v in intervals.items() if k != "ttft_ms"}
+    if plan.mode == "rate":  # throughput is the offered load, not a prediction
+        intervals = {k: v for k, v in intervals.items() if k != "output_tokens_per_s"}
     plan = replace(
         plan,
         intervals=intervals,

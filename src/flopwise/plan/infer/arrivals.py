@@ -26,14 +26,13 @@ from typing import Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.plan.infer.batching import (
+    build_extras,
     build_note,
     continuous_memory,
     kv_tokens_held,
-    sized_context,
-    steady_concurrency,
 )
 from flopwise.plan.infer.context import Context
-from flopwise.plan.infer.online import md1_wait_s, steady_service
+from flopwise.plan.infer.online import md1_wait_s, online_context, steady_service
 from flopwise.plan.infer.phases import prefill_phase
 from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
 
@@ -107,17 +106,10 @@ def _max_rate_per_s(ctx: Context, capacity: int) -> float:
 
 def plan_request_rate(ctx: Context, rate_per_s: float) -> InferPlan:
     """Steady state of Poisson arrivals at `rate_per_s` over the deployment (module docstring)."""
-    from flopwise.plan.infer.planner import fit_suggestion
-
     if not rate_per_s > 0 or not math.isfinite(rate_per_s):
         raise FlopwiseError(f"request rate must be a positive number, got {rate_per_s!r}")
-    ctx, build = sized_context(ctx)
+    ctx, build, capacity = online_context(ctx)
     job = ctx.job
-    if job.batch is not None:
-        ctx = replace(ctx, engine=replace(ctx.engine, max_num_seqs=job.batch))
-    capacity = steady_concurrency(ctx)
-    if capacity < 1:
-        raise FlopwiseError(fit_suggestion(ctx.spec, ctx.hw, job))
     lam = rate_per_s / job.replicas
 
     def overloaded() -> FlopwiseError:
@@ -182,8 +174,4 @@ def plan_request_rate(ctx: Context, rate_per_s: float) -> InferPlan:
             *build_note(build),
         ),
     )
-    extras: dict[str, Any] = {"arrivals": load.to_dict()}
-    if build is not None:
-        extras["engine_max_batch_size"] = build.max_batch_size
-        extras["engine_max_num_tokens"] = build.max_num_tokens
-    return replace(plan, extras=extras)
+    return replace(plan, extras={"arrivals": load.to_dict(), **build_extras(build)})

@@ -146,11 +146,17 @@ def plan_continuous(ctx: Context) -> InferPlan:
             *build_note(build),
         ),
     )
-    extras: dict[str, object] = {"prefill_tokens_per_step": per_step}
-    if build is not None:
-        extras["engine_max_batch_size"] = build.max_batch_size
-        extras["engine_max_num_tokens"] = build.max_num_tokens
-    return replace(plan, extras=extras)
+    return replace(plan, extras={"prefill_tokens_per_step": per_step, **build_extras(build)})
+
+
+def build_extras(build: EngineBuild | None) -> dict[str, int]:
+    """The engine's build sizes for a plan's JSON (none when the engine is not builder-sized)."""
+    if build is None:
+        return {}
+    return {
+        "engine_max_batch_size": build.max_batch_size,
+        "engine_max_num_tokens": build.max_num_tokens,
+    }
 
 
 def build_note(build: EngineBuild | None) -> tuple[str, ...]:

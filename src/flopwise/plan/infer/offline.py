@@ -231,6 +231,7 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
     """The InferPlan of an offline batch of `num_requests` (split evenly over the replicas)."""
 
     from flopwise.plan.infer.batching import (
+        build_extras,
         build_note,
         continuous_memory,
         kv_tokens_held,
@@ -302,11 +303,7 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
     offline: dict[str, Any] = {**run.to_dict(), "cost_usd": cost}
     if preempted is not None:
         offline["preemption"] = preempted.to_dict()
-    extras: dict[str, Any] = {"offline": offline}
-    if build is not None:
-        extras["engine_max_batch_size"] = build.max_batch_size
-        extras["engine_max_num_tokens"] = build.max_num_tokens
-    return replace(plan, extras=extras)
+    return replace(plan, extras={"offline": offline, **build_extras(build)})
 
 
 def _run(ctx: Any, per_replica: int, cap: int, budget: int) -> tuple[OfflineRun, Any]:

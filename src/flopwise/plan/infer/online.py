@@ -30,6 +30,7 @@ from typing import Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.plan.infer.batching import (
+    build_extras,
     build_note,
     continuous_memory,
     kv_tokens_held,
@@ -39,6 +40,7 @@ from flopwise.plan.infer.batching import (
 from flopwise.plan.infer.context import Context
 from flopwise.plan.infer.phases import Phase, decode_phase, prefill_phase
 from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
+from flopwise.plan.infer.trtllm_build import EngineBuild
 
 #: Highest share of the time the engine may spend prefilling for the queue formula: the step
 #: times already carry the prompts' work, so the share stays below 1; the cap only keeps the
@@ -124,24 +126,30 @@ def busy_replicas(total: int, replicas: int) -> float:
     return total / math.ceil(total / replicas)
 
 
+def online_context(ctx: Context) -> tuple[Context, EngineBuild | None, int]:
+    """The engine sized as its builder sizes it, capped by --batch (vLLM --max-num-seqs,
+    TensorRT-LLM max_batch_size, SGLang --max-running-requests), and how many sequences a
+    replica runs at once; a one-line error when not even one fits."""
+    from flopwise.plan.infer.planner import fit_suggestion
+
+    ctx, build = sized_context(ctx)
+    if ctx.job.batch is not None:
+        ctx = replace(ctx, engine=replace(ctx.engine, max_num_seqs=ctx.job.batch))
+    capacity = steady_concurrency(ctx)
+    if capacity < 1:
+        raise FlopwiseError(fit_suggestion(ctx.spec, ctx.hw, ctx.job))
+    return ctx, build, capacity
+
+
 def plan_online(ctx: Context, concurrency: int) -> InferPlan:
     """Steady state of a closed loop of `concurrency` requests in flight over the deployment,
     split evenly over its replicas (module docstring)."""
-    from flopwise.plan.infer.planner import fit_suggestion
-
     if concurrency < 1:
         raise FlopwiseError(f"concurrency must be a positive integer, got {concurrency!r}")
-    ctx, build = sized_context(ctx)
+    ctx, build, capacity = online_context(ctx)
     job = ctx.job
     total = concurrency
     concurrency = math.ceil(total / job.replicas)
-    if job.batch is not None:
-        # --batch is the engine's running-sequence cap (vLLM --max-num-seqs, TensorRT-LLM
-        # max_batch_size, SGLang --max-running-requests)
-        ctx = replace(ctx, engine=replace(ctx.engine, max_num_seqs=job.batch))
-    capacity = steady_concurrency(ctx)
-    if capacity < 1:
-        raise FlopwiseError(fit_suggestion(ctx.spec, ctx.hw, job))
     running = min(concurrency, capacity)
     service = steady_service(ctx, running)
     step, chunks, budget = service.step, service.chunks, service.budget
@@ -210,11 +218,7 @@ def plan_online(ctx: Context, concurrency: int) -> InferPlan:
             *build_note(build),
         ),
     )
-    extras: dict[str, Any] = {"online": load.to_dict()}
-    if build is not None:
-        extras["engine_max_batch_size"] = build.max_batch_size
-        extras["engine_max_num_tokens"] = build.max_num_tokens
-    return replace(plan, extras=extras)
+    return replace(plan, extras={"online": load.to_dict(), **build_extras(build)})
 
 
 def plan_online_sweep(

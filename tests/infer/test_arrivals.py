@@ -100,6 +100,9 @@ def test_job_and_cli_errors_and_json() -> None:
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     both = run_cli(*args, "--request-rate", "1", "--concurrency", "4")
     assert both.returncode == 2 and "--request-rate" in both.stderr
+    draft = run_cli(*args, "--request-rate", "1", "--draft", "llama-3.1-8b")
+    assert draft.returncode == 2 and "--draft" in draft.stderr
+    assert len(draft.stderr.strip().splitlines()) == 1
 
 
 def test_compare_serves_the_rate_on_every_instance_or_excludes_it() -> None:

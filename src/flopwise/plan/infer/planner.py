@@ -138,6 +138,11 @@ def plan_inference(
     new TPOT under ``extras["speculative"]``. `engine` replaces the named profile of
     ``job.engine`` (Python API: a custom engine; cross-validation: refitted constants).
     """
+    if draft is not None and (job.concurrency is not None or job.request_rate is not None):
+        raise FlopwiseError(
+            "speculative decoding (--draft) is planned for a static batch or --batch max; the "
+            "online modes (--concurrency, --request-rate) do not model it"
+        )
     ctx = make_context(model, hardware, job, engine)
     if job.num_requests is not None:
         from flopwise.plan.infer.offline import plan_offline

@@ -80,7 +80,7 @@ class OnlineLoad:
 class SteadyService:
     """What continuous batching does with `running` sequences at the job's lengths."""
 
-    step: Phase  # the mean step: the running sequences' decode and their prompts' prefill
+    step: Phase  # the mean step: decode-only steps and those that carry a prompt chunk
     prefill_tokens_per_step: float
     chunks: int  # passes a new prompt takes
     budget: int  # prompt tokens a pass carries beside the running decodes
@@ -89,18 +89,33 @@ class SteadyService:
 
 
 def steady_service(ctx: Context, running: float) -> SteadyService:
-    """The steady step and a new prompt's time to its first token with `running` sequences."""
+    """The steady step and a new prompt's time to its first token with `running` sequences.
+
+    A prompt joins the running batch whole, or in passes of the engine's token budget when it is
+    longer (vLLM/SGLang chunked prefill, TensorRT-LLM in-flight batching): those passes carry
+    the other sequences' decode tokens and the prompt's chunk; every other step carries decode
+    tokens only. So a share f = B x chunks / (chunks + output) of the steps carries a chunk, and
+    the mean step is that mix, not every step with an even slice of the prompts: a pass reads
+    the weights (and, in an MoE, the experts its tokens route to) once, whatever it carries.
+    When prompts arrive faster than one per pass (f >= 1) every pass carries prompt tokens and
+    they are spread evenly.
+    """
     job = ctx.job
     per_step = running * job.input_len / job.output_len
-    step = decode_phase(ctx, running, prefill_per_step=per_step)
     budget = max(1, int(ctx.engine.max_num_tokens - max(0.0, running - 1)))
     chunks = max(1, math.ceil(job.input_len / budget))
+    chunk = job.input_len / chunks
     if running <= 1:
         # a lone prompt, chunk by chunk (each pass a 1/chunks share of its tokens and pairs)
-        first = chunks * prefill_phase(ctx, 1.0 / chunks).time_s
+        mixed = prefill_phase(ctx, 1.0 / chunks)
     else:
-        shared = decode_phase(ctx, running - 1, prefill_per_step=job.input_len / chunks)
-        first = chunks * shared.time_s + 0.5 * step.time_s
+        mixed = decode_phase(ctx, running - 1, prefill_per_step=chunk)
+    share = running * chunks / (chunks + job.output_len)
+    if share >= 1:
+        step = decode_phase(ctx, running, prefill_per_step=per_step)
+    else:
+        step = blend(decode_phase(ctx, running), mixed, share)
+    first = chunks * mixed.time_s + (0.5 * step.time_s if running > 1 else 0.0)
     return SteadyService(
         step=step,
         prefill_tokens_per_step=per_step,
@@ -108,6 +123,17 @@ def steady_service(ctx: Context, running: float) -> SteadyService:
         budget=budget,
         first_token_s=first,
         prefill_s=prefill_phase(ctx, 1).time_s,
+    )
+
+
+def blend(plain: Phase, mixed: Phase, share: float) -> Phase:
+    """The mean of two kinds of step, `share` of them `mixed`."""
+    keep = 1.0 - share
+    return Phase(
+        time_s=keep * plain.time_s + share * mixed.time_s,
+        breakdown=plain.breakdown.scaled(keep) + mixed.breakdown.scaled(share),
+        bytes_per_gpu=keep * plain.bytes_per_gpu + share * mixed.bytes_per_gpu,
+        flops_per_gpu=keep * plain.flops_per_gpu + share * mixed.flops_per_gpu,
     )
 
 

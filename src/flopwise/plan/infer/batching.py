@@ -3,10 +3,11 @@
 With paged KV, a running sequence holds on average input + output/2 tokens, so the concurrency
 that fits is (usable memory - weights - workspace - reserve) / KV of that mean sequence, capped by
 the engine's max_num_seqs. In steady state each of B running sequences finishes after
-output_len steps, so B/output_len new requests join per step and their prompts (B x input /
-output tokens) are prefilled in the same forward passes as the decode tokens (chunked prefill
-interleaved with decode, as vLLM, SGLang and TensorRT-LLM's in-flight batching do). Output
-throughput is B / step time; TTFT is the service time of a new prompt without queueing.
+output_len steps, so B/output_len new requests join per step; each prompt is prefilled in a
+pass (or passes of the engine's token budget) beside the running decode tokens, the other steps
+decode only (vLLM and SGLang chunked prefill, TensorRT-LLM in-flight batching; the mean step is
+``online.steady_service``'s). Output throughput is B / step time; TTFT is the service time of a
+new prompt without queueing.
 
 Engines whose builder sizes them from the job (TensorRT-LLM built by ``trtllm-bench build
 --dataset``) first get those sizes: the running requests are capped at the engine's
@@ -22,7 +23,7 @@ from dataclasses import replace
 from flopwise.errors import FlopwiseError
 from flopwise.plan.infer.context import Context
 from flopwise.plan.infer.memory import MemoryPlan, plan_memory
-from flopwise.plan.infer.phases import decode_phase, prefill_phase
+from flopwise.plan.infer.phases import prefill_phase
 from flopwise.plan.infer.planner import fit_suggestion
 from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
 from flopwise.plan.infer.trtllm_build import EngineBuild, built_engine
@@ -108,11 +109,13 @@ def plan_continuous(ctx: Context) -> InferPlan:
     batch = steady_concurrency(ctx)
     if batch < 1:
         raise FlopwiseError(fit_suggestion(ctx.spec, ctx.hw, job))
-    per_step = batch * job.input_len / job.output_len
-    step = decode_phase(ctx, batch, prefill_per_step=per_step)
-    # a new prompt is spread over the steps that carry its share of prefill
-    steps_for_prompt = max(1.0, job.output_len / batch)
-    ttft = max(step.time_s * steps_for_prompt, prefill_phase(ctx, 1).time_s)
+    from flopwise.plan.infer.online import steady_service
+
+    # prompts join the batch in whole passes beside the running decodes (online.steady_service)
+    service = steady_service(ctx, batch)
+    per_step = service.prefill_tokens_per_step
+    step = service.step
+    ttft = service.first_token_s
     tpot = step.time_s
     e2e = ttft + (job.output_len - 1) * tpot
     tok_s = batch / tpot * job.replicas
@@ -141,8 +144,9 @@ def plan_continuous(ctx: Context) -> InferPlan:
             f"continuous batching: {batch} running sequences holding "
             f"{kv_tokens_held(ctx):,.0f} tokens of KV each "
             f"({'whole request reserved' if ctx.engine.kv_reservation == 'full' else 'paged'}), "
-            f"{per_step:,.0f} prompt tokens prefilled per step; "
-            "TTFT excludes queueing",
+            f"{per_step:,.0f} prompt tokens prefilled per step on average, each prompt in "
+            f"{service.chunks} pass{'es' if service.chunks > 1 else ''} beside the running "
+            "decodes; TTFT excludes queueing",
             *build_note(build),
         ),
     )

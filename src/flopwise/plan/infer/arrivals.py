@@ -32,7 +32,12 @@ from flopwise.plan.infer.batching import (
     kv_tokens_held,
 )
 from flopwise.plan.infer.context import Context
-from flopwise.plan.infer.online import md1_wait_s, online_context, steady_service
+from flopwise.plan.infer.online import (
+    SteadyService,
+    md1_wait_s,
+    online_context,
+    steady_service,
+)
 from flopwise.plan.infer.phases import prefill_phase
 from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
 
@@ -120,7 +125,7 @@ def plan_request_rate(ctx: Context, rate_per_s: float) -> InferPlan:
             f"({capacity:,} running per replica); lower --request-rate or add GPUs"
         )
 
-    def latency(running: float) -> tuple[float, Any, float, float]:
+    def latency(running: float) -> tuple[float, SteadyService, float, float]:
         service = steady_service(ctx, running)
         busy = lam * service.prefill_s
         if busy >= 1:

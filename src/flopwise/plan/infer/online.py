@@ -4,21 +4,22 @@ Benchmarks of a served endpoint keep N requests outstanding and send a client's 
 as soon as its previous one finishes: NVIDIA AIPerf / GenAI-Perf ``--concurrency``, ``vllm
 bench serve --max-concurrency``, SGLang's ``bench_serving --max-concurrency``. In the steady
 state the engine runs B = min(N, what fits and the engine allows) sequences by continuous
-batching (``batching.py``): each request passes through its prompt and output_len decode steps,
-so B / output_len requests join per step and each step carries B decode tokens plus their
-prompt tokens (chunked prefill interleaved with decode). Per request:
+batching (``batching.py``); B / (passes + output_len) requests join per step, each prompt
+prefilled in a pass (or passes of the engine's token budget) beside the other sequences'
+decode tokens, every other step decode only (``steady_service``). Per request:
 
-- time per output token (the benchmarks' inter-token latency): the mean step with that prefill
-  load, since a request's tokens wait through the steps that carry other requests' prompts;
-- time to first token: the prompt prefilled in chunks of the engine's per-pass token budget,
-  each chunk in a pass shared with the other B - 1 sequences' decode tokens, after half a pass
-  in flight on average (none with one request in flight); when N > B, plus the wait in the
-  engine's queue: N - B requests wait while B are served at B / E2E per second (Little's law);
+- time per output token (the benchmarks' inter-token latency): the mean step, since a request's
+  tokens wait through the steps that carry other requests' prompts;
+- time to first token: its prompt's passes, after half a pass in flight on average (none with
+  one request in flight), plus the wait behind the prompts that arrived before it (an M/D/1
+  queue whose service time is one prompt's prefill), plus, when N > B, the wait in the engine's
+  queue: N - B requests wait while B are served at B / E2E per second (Little's law);
 - throughput: B x output_len / E2E of a request, the closed-loop identity the benchmarks report
   (a request's slot emits no token during its prefill).
 
-Not modelled: a prompt waiting behind another prompt's prefill pass, and the arrivals' burstiness
-(a closed loop's arrivals are as regular as its completions).
+Not modelled: the arrivals' burstiness beyond the M/D/1 queue (a closed loop's arrivals are as
+regular as its completions, so that wait is if anything high), and per-request work outside the
+engine's passes (HTTP, tokenisation, detokenisation).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.plan.infer.batching import (
@@ -41,6 +42,12 @@ from flopwise.plan.infer.context import Context
 from flopwise.plan.infer.phases import Phase, decode_phase, prefill_phase
 from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
 from flopwise.plan.infer.trtllm_build import EngineBuild
+
+if TYPE_CHECKING:
+    from flopwise.hardware import Hardware
+    from flopwise.plan.infer.job import InferJob
+    from flopwise.plan.infer.speculative import DraftConfig
+    from flopwise.workload.spec import ModelSpec
 
 #: Highest share of the time the engine may spend prefilling for the queue formula: the step
 #: times already carry the prompts' work, so the share stays below 1; the cap only keeps the
@@ -239,8 +246,8 @@ def plan_online(ctx: Context, concurrency: int) -> InferPlan:
             + (f", {concurrency:,} per replica" if job.replicas > 1 else "")
             + f"; {running:,} running, each holding "
             f"{kv_tokens_held(ctx):,.0f} tokens of KV; {per_step:,.0f} prompt tokens prefilled "
-            f"per step; a new prompt in {chunks} pass{'es' if chunks > 1 else ''} of up to "
-            f"{budget:,} tokens beside the running requests' decode{capped}",
+            f"per step on average, a new prompt in {chunks} pass{'es' if chunks > 1 else ''} of "
+            f"up to {budget:,} tokens beside the running requests' decode{capped}",
             *build_note(build),
         ),
     )
@@ -248,7 +255,11 @@ def plan_online(ctx: Context, concurrency: int) -> InferPlan:
 
 
 def plan_online_sweep(
-    model: Any, hardware: Any, job: Any, levels: Sequence[int], draft: Any = None
+    model: ModelSpec,
+    hardware: Hardware,
+    job: InferJob,
+    levels: Sequence[int],
+    draft: DraftConfig | None = None,
 ) -> list[InferPlan]:
     """The online plan at each of `levels` requests in flight (a benchmark's concurrency sweep),
     in the order given; `job` as for ``plan_inference`` with its ``concurrency`` replaced."""

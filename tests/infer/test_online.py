@@ -187,3 +187,17 @@ def test_a_comma_list_is_a_concurrency_sweep(tmp_path) -> None:  # type: ignore[
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     cmp = run_cli("compare", "infer", "llama-3.1-8b", "--concurrency", "1,8")
     assert cmp.returncode == 2 and "one --concurrency" in cmp.stderr
+
+
+def test_compare_counts_only_the_busy_replicas_of_a_large_instance() -> None:
+    out = run_cli(
+        "compare", "infer", "llama-3.1-8b", "--concurrency", "8", "--input-len", "1000",
+        "--output-len", "300", "--tp", "1", "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    rows = [r for r in json.loads(out.stdout)["rows"] if r["replicas"] > 8]
+    assert rows, "an instance with more replicas than requests in flight"
+    for row in rows:
+        assert f"(8 of {row['replicas']} replicas busy)" in row["ran"]
+        lo, hi = row["output_tokens_per_s_interval"]
+        assert lo < row["output_tokens_per_s"] < hi

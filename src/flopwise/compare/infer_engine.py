@@ -182,7 +182,7 @@ def _row(c: Candidate, est: dict[str, Any], net: dict[str, Any], hw: Hardware) -
         "hardware_sources": {k: f"{o.kind}: {o.detail}" for k, o in hw.origins.items()},
         **{k: _interval(plan.get(k)) for k in INFER_INTERVALS},
         "output_tokens_per_s_interval": scaled_interval(
-            plan.get("output_tokens_per_s_interval"), float(replicas)
+            plan.get("output_tokens_per_s_interval"), float(est.get("busy_replicas", replicas))
         ),
         **_online_ranges(est, plan, cost),
         **_offline(est.get("offline"), c.price_per_hour, tokens_per_s, est),

@@ -83,3 +83,22 @@ def test_a_weight_dtype_no_published_row_scores_is_labelled_assumed() -> None:
     assert validation_assumptions("h200-sxm", "fp8") == ()
     both = validation_assumptions("b200", "fp4")
     assert len(both) == 2 and "validate b200" in both[0]
+
+
+def test_an_engine_or_model_class_no_row_scores_on_the_accelerator_is_labelled_assumed() -> None:
+    # scored: TensorRT-LLM (dense and Mixtral) on NVIDIA parts, vLLM with dense Llama on MI300X
+    from flopwise.plan.infer.uncertainty import validation_assumptions
+
+    assert validation_assumptions("h100-sxm", "fp8", "tensorrt-llm", moe=True) == ()
+    assert validation_assumptions("mi300x", "fp8", "vllm", moe=False) == ()
+    assert validation_assumptions("h100-sxm", "fp8", "generic", moe=True) == ()
+    vllm_h100 = validation_assumptions("h100-sxm", "fp8", "vllm", moe=False)
+    assert (
+        len(vllm_h100) == 1
+        and "no published vllm run of a dense model on h100-sxm" in (vllm_h100[0])
+    )
+    assert "scored there: tensorrt-llm dense, tensorrt-llm moe" in vllm_h100[0]
+    moe_mi300x = validation_assumptions("mi300x", "fp8", "sglang", moe=True)
+    assert len(moe_mi300x) == 1 and "mixture-of-experts" in moe_mi300x[0]
+    # an accelerator no row validates says that once, not per engine
+    assert len(validation_assumptions("b200", "fp8", "sglang", moe=True)) == 1

@@ -93,8 +93,16 @@ def interval_doc(built: Built | None = None) -> dict[str, Any]:
         "validated_accelerators": sorted({t.row.accelerator for t in targets}),
         "scored_engines": sorted({t.row.engine for t in targets}),
         "validated_weight_dtypes": sorted({t.row.weight_dtype for t in targets}),
+        "scored_deployments": sorted({deployment_key(t.row) for t in targets}),
         "regimes": regimes,
     }
+
+
+def deployment_key(row: Any) -> str:
+    """accelerator/engine/dense|moe of a scored row (what a plan's coverage line looks up)."""
+    from flopwise.plan.infer.uncertainty import deployment_name
+
+    return deployment_name(row.accelerator, row.engine, row.is_moe)
 
 
 def coverage_pct(rows: Sequence[ScoredRow]) -> float | None:

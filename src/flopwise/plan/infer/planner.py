@@ -175,7 +175,9 @@ def plan_inference(
         intervals=intervals,
         assumptions=(
             *plan.assumptions,
-            *validation_assumptions(hardware.id, ctx.precision.weight),
+            *validation_assumptions(
+                hardware.id, ctx.precision.weight, ctx.engine.name, model.is_moe
+            ),
         ),
     )
     if draft is not None:

@@ -82,9 +82,18 @@ def interval_fields(
     return out
 
 
-def validation_assumptions(accelerator_id: str, weight_dtype: str | None = None) -> tuple[str, ...]:
-    """The assumptions lines of a plan on an accelerator, or with a weight dtype, that no
-    published serving row validates."""
+def deployment_name(accelerator_id: str, engine: str, moe: bool) -> str:
+    return f"{accelerator_id}/{engine}/{'moe' if moe else 'dense'}"
+
+
+def validation_assumptions(
+    accelerator_id: str,
+    weight_dtype: str | None = None,
+    engine: str | None = None,
+    moe: bool = False,
+) -> tuple[str, ...]:
+    """The assumptions lines of a plan on an accelerator, with a weight dtype, or with an
+    engine and model class on that accelerator, that no published serving row validates."""
     out: list[str] = []
     if not is_validated(accelerator_id):
         out.append(
@@ -92,6 +101,21 @@ def validation_assumptions(accelerator_id: str, weight_dtype: str | None = None)
             "the spec sheet and MAMF (or peak x the default fraction), and its intervals from "
             "residuals of accelerators scored as if unseen"
         )
+    else:
+        deployments = set(load_interval_file(KIND).get("scored_deployments", ()))
+        name = deployment_name(accelerator_id, engine or "", moe)
+        if engine not in (None, "generic") and deployments and name not in deployments:
+            here = sorted(
+                d.split("/", 1)[1].replace("/", " ")
+                for d in deployments
+                if d.startswith(f"{accelerator_id}/")
+            )
+            out.append(
+                f"assumed: no published {engine} run of a{' mixture-of-experts' if moe else ' dense'}"
+                f" model on {accelerator_id} was scored (scored there: {', '.join(here)}); the "
+                "engine profile's constants come from its cited sources, and its intervals from "
+                "the deployments that were scored"
+            )
     scored = sorted(
         {weight_class(d) for d in load_interval_file(KIND).get("validated_weight_dtypes", ())}
     )

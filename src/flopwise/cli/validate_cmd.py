@@ -8,7 +8,7 @@ from typing import Any
 
 from flopwise.cli._args import add_json
 
-SECTIONS: tuple[str, ...] = ("training", "inference", "matmul", "goodput")
+SECTIONS: tuple[str, ...] = ("training", "inference", "online", "matmul", "goodput")
 
 
 def register(sub: Any) -> None:
@@ -54,6 +54,11 @@ def run_validate(args: argparse.Namespace) -> int:
                 doc["inference"] = mod.validate_inference().to_dict()
         elif args.only == "inference":
             raise FlopwiseError("inference validation is not available in this version")
+    if args.only in (None, "online"):
+        from flopwise.validate.online import validate_online
+
+        with section_status("online serving", spin):
+            doc["online"] = validate_online().to_dict()
     if args.only in (None, "matmul"):
         from flopwise.validate.matmul import validate_matmul
 

@@ -150,6 +150,9 @@ def show_validation(doc: dict[str, Any], rows: bool = False) -> None:
         if section == "goodput":
             show_goodput_validation(rep)
             continue
+        if section == "online":
+            show_online_validation(rep, rows)
+            continue
         rows_ = [
             (
                 r["id"],
@@ -230,6 +233,57 @@ def show_matmul_validation(rep: dict[str, Any]) -> None:
                 "Not modelled (matmul)",
                 ["id", "why"],
                 [(s["id"], s["reason"]) for s in rep["skipped"]],
+            )
+        )
+
+
+def show_online_validation(rep: dict[str, Any], rows: bool = False) -> None:
+    """Published concurrency sweeps: out of sample by deployment and metric, in sample beside."""
+    out = console()
+    names = {"ttft_ms": "TTFT", "tpot_ms": "ITL/TPOT", "output_tokens_per_s": "tokens/s"}
+    table_rows = []
+    for deployment, metrics in rep["by_deployment"].items():
+        for metric, st in metrics.items():
+            table_rows.append(
+                (
+                    deployment,
+                    names.get(metric, metric),
+                    str(st["n"]),
+                    f"{st['mape_pct']:.1f}%",
+                    f"{st['bias_pct']:+.1f}%",
+                    f"{st['max_abs_error_pct']:.1f}%",
+                )
+            )
+    lines = [_stat_line("out of sample", rep["out_of_sample"])]
+    lines += [
+        _stat_line(f"  {names.get(m, m)}", st) for m, st in rep["by_metric"].items() if st["n"]
+    ]
+    lines.append(_stat_line("in sample (shaped a modelling choice)", rep["in_sample"]))
+    out.print(
+        table(
+            "Validation: online serving (closed loop, plan infer --concurrency)",
+            ["deployment", "metric", "rows", "mean abs error", "bias", "worst"],
+            table_rows,
+            caption="\n".join(lines),
+            right=(2, 3, 4, 5),
+        )
+    )
+    if rows:
+        out.print(
+            table(
+                "Online serving rows",
+                ["id", "published", "predicted", "error", ""],
+                [
+                    (
+                        r["id"],
+                        f"{r['measured']:.4g}",
+                        f"{r['predicted']:.4g}",
+                        f"{r['error_pct']:+.1f}%",
+                        "in-sample" if r["in_sample"] else "",
+                    )
+                    for r in rep["rows"]
+                ],
+                right=(1, 2, 3),
             )
         )
 

@@ -1,0 +1,43 @@
+"""`flopwise validate --only online`: published concurrency sweeps, out of sample first."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import run_cli
+from flopwise.validate.online import METRICS, load_online_runs, validate_online
+
+
+def test_every_published_point_is_posed_and_in_sample_rows_are_kept_apart() -> None:
+    published = load_online_runs()
+    rep = validate_online().to_dict()
+    assert len(rep["rows"]) == len(published) > 90
+    assert all("--concurrency" in r["command"] for r in rep["rows"])
+    in_sample = [r for r in rep["rows"] if r["in_sample"]]
+    # only NIM's TTFT up to 50 in flight shaped a choice (the prefill queue)
+    assert {r["id"] for r in in_sample} == {
+        f"nim180_llama33_70b_h100x2_5000_500_c{c}_ttft_ms" for c in (1, 5, 25, 50)
+    }
+    oos = [r for r in rep["rows"] if not r["in_sample"]]
+    assert rep["out_of_sample"]["n"] == len(oos)
+    mape = sum(abs(r["error_pct"]) for r in oos) / len(oos)
+    assert rep["out_of_sample"]["mape_pct"] == pytest.approx(mape)
+    assert set(rep["by_metric"]) == set(METRICS)
+    assert sum(st["n"] for st in rep["by_metric"].values()) == len(oos)
+    # the same rows predicted alike: one plan per posed command
+    by_cmd: dict[tuple[str, str], float] = {}
+    for r in rep["rows"]:
+        by_cmd.setdefault((r["command"], r["metric"]), r["predicted"])
+        assert by_cmd[(r["command"], r["metric"])] == r["predicted"]
+
+
+def test_cli_section_text_and_json() -> None:
+    out = run_cli("validate", "--only", "online", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert set(doc) == {"online"} and doc["online"]["out_of_sample"]["n"] > 90
+    text = run_cli("validate", "--only", "online", "--rows")
+    assert text.returncode == 0
+    assert "Validation: online serving" in text.stdout and "in-sample" in text.stdout

@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Any
 
 from flopwise.errors import FlopwiseError
+from flopwise.validate.common import ValidationRow
 
 METRICS: tuple[str, ...] = ("ttft_ms", "tpot_ms", "output_tokens_per_s")
 
@@ -32,32 +33,30 @@ def load_online_runs() -> list[Row]:
 
 @dataclass(frozen=True, slots=True)
 class OnlineRow:
-    id: str
+    """A published closed-loop figure against the plan (``common.ValidationRow``), and where it
+    came from."""
+
+    row: ValidationRow
     source: str
     deployment: str  # model, GPUs and engine, for the report
-    metric: str
-    measured: float
-    predicted: float
     in_sample: bool
     command: str
-    note: str
+
+    @property
+    def metric(self) -> str:
+        return self.row.metric
 
     @property
     def error_pct(self) -> float:
-        return 100.0 * (self.predicted - self.measured) / self.measured
+        return self.row.error_pct
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "id": self.id,
+            **self.row.to_dict(),
             "source": self.source,
             "deployment": self.deployment,
-            "metric": self.metric,
-            "measured": self.measured,
-            "predicted": self.predicted,
-            "error_pct": self.error_pct,
             "in_sample": self.in_sample,
             "command": self.command,
-            "note": self.note,
         }
 
 
@@ -170,15 +169,17 @@ def validate_online() -> OnlineValidation:
             planned[command] = _plan(r)
         rows.append(
             OnlineRow(
-                id=r["id"],
+                row=ValidationRow(
+                    id=r["id"],
+                    metric=r["metric"],
+                    measured=float(r["measured"]),
+                    predicted=float(planned[command][r["metric"]]),
+                    note=r["notes"],
+                ),
                 source=r["source"],
                 deployment=f"{r['model']} on {r['gpus']} x {r['accelerator']}, {r['engine']}",
-                metric=r["metric"],
-                measured=float(r["measured"]),
-                predicted=float(planned[command][r["metric"]]),
                 in_sample=r["in_sample"].strip().lower() == "yes",
                 command=command,
-                note=r["notes"],
             )
         )
     return OnlineValidation(rows=tuple(rows))

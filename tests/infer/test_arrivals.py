@@ -114,3 +114,33 @@ def test_compare_serves_the_rate_on_every_instance_or_excludes_it() -> None:
     doc = json.loads(out.stdout)
     assert all(r["output_tokens_per_s"] == pytest.approx(20 * 300) for r in doc["rows"])
     assert any("at most" in e["reason"] for e in doc["excluded"])  # small offers cannot
+
+
+def test_a_comma_list_is_a_rate_sweep_that_stops_where_the_deployment_saturates(
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    from flopwise.plan.infer.arrivals import plan_rate_sweep
+
+    top = _rate(1.0).extras["arrivals"]["max_rate_per_s"]
+    swept = plan_rate_sweep(MODEL, H100, BASE, [2 * top, 0.5, 0.5 * top, 4 * top])
+    assert [p.job.request_rate for p in swept.plans] == [0.5, 0.5 * top]
+    assert swept.refused_rate_per_s == 2 * top
+    assert swept.max_rate_per_s == pytest.approx(top, rel=1e-9)
+    assert "at most" in swept.reason
+    args = ("plan", "infer", "llama-3.1-8b", "-a", "h100-sxm", "--engine", "vllm")
+    out = run_cli(*args, "--request-rate", "4,1,1000", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["mode"] == "rate-sweep" and doc["job"]["request_rate"] == [1.0, 4.0, 1000.0]
+    assert [p["request_rate"] for p in doc["points"]] == [1.0, 4.0]
+    assert doc["refused_rate_per_s"] == 1000.0 and doc["max_rate_per_s"] < 1000
+    text = run_cli(*args, "--request-rate", "1,4,1000")
+    assert text.returncode == 0 and "not sustained" in text.stdout
+    cfg = run_cli(*args, "--request-rate", "1,2", "--print-config")
+    assert "request-rate = [1.0, 2.0]" in cfg.stdout
+    job = tmp_path / "job.toml"
+    job.write_text(cfg.stdout)
+    again = run_cli("plan", "infer", "--config", str(job), "--json")
+    assert [p["request_rate"] for p in json.loads(again.stdout)["points"]] == [1.0, 2.0]
+    cmp = run_cli("compare", "infer", "llama-3.1-8b", "--request-rate", "1,2")
+    assert cmp.returncode == 2 and "one --request-rate" in cmp.stderr

@@ -65,6 +65,15 @@ def _concurrency(text: str) -> int | tuple[int, ...]:
     return levels[0] if len(levels) == 1 else levels
 
 
+def _request_rate(text: str) -> float | tuple[float, ...]:
+    """--request-rate: R, or a comma list R1,R2,... (a sweep; a job file may give a list)."""
+    parts = [p.strip() for p in text.strip().strip("[]").split(",") if p.strip()]
+    if not parts:
+        raise FlopwiseError(f"--request-rate {text!r}: give R or a comma list such as 1,2,4")
+    levels = tuple(dict.fromkeys(_positive_float(p) for p in parts))
+    return levels[0] if len(levels) == 1 else levels
+
+
 def _acceptance(text: str) -> float:
     value = non_negative_float(text)
     if value >= 1:

@@ -16,7 +16,7 @@ from flopwise.cli.job_flag import (
     _acceptance,
     _batch,
     _concurrency,
-    _positive_float,
+    _request_rate,
 )
 
 #: Inference: the workload, the deployment, the engine.
@@ -64,10 +64,12 @@ INFER_FLAGS: list[JobFlag] = [
         "request-rate",
         "online serving: requests arriving at R per second, Poisson (vllm bench serve "
         "--request-rate); plans the steady state: TTFT, inter-token latency and how many run "
-        "at once, or says the highest rate the deployment sustains; compare: R per instance",
+        "at once, or says the highest rate the deployment sustains; plan: a comma list "
+        "(1,2,4,8) gives the rate sweep, stopping at the first rate it cannot sustain; "
+        "compare: one R per instance",
         kinds=_I,
-        parse=_positive_float,
-        metavar="R",
+        parse=_request_rate,
+        metavar="R[,R...]",
         exclusive="mode",
     ),
     JobFlag(

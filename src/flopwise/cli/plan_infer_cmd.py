@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from flopwise.cli.job_args import add_job_args, job_command
+from flopwise.errors import FlopwiseError
 
 
 def register(psub: Any) -> None:
@@ -33,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
         check_tensor_parallel(model, tp)
     levels = args.concurrency if isinstance(args.concurrency, tuple) else None
+    rates = args.request_rate if isinstance(args.request_rate, tuple) else None
     job = InferJob(
         input_len=args.input_len,
         output_len=args.output_len,
@@ -49,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         attention_dp=args.attention_dp,
         num_requests=args.num_requests,
         concurrency=levels[0] if levels else args.concurrency,
-        request_rate=args.request_rate,
+        request_rate=rates[0] if rates else args.request_rate,
         memory_fraction=args.memory_fraction,
         engine_max_batch=args.engine_max_batch,
         engine_max_tokens=args.engine_max_tokens,
@@ -87,6 +89,28 @@ def run(args: argparse.Namespace) -> int:
         draft = DraftConfig(
             model=load_model(args.draft), acceptance=args.acceptance, tokens=args.draft_tokens
         )
+    if rates is not None:
+        if draft is not None:
+            raise FlopwiseError(
+                "speculative decoding (--draft) is planned for a static batch or --batch max; "
+                "the online modes (--concurrency, --request-rate) do not model it"
+            )
+        from flopwise.plan.infer.arrivals import plan_rate_sweep
+
+        swept = plan_rate_sweep(model, hw, job, rates)
+        doc = {
+            "model": model.name,
+            "accelerator": hw.id,
+            "mode": "rate-sweep",
+            "job": {**job.to_dict(), "request_rate": sorted(rates)},
+            "points": [_rate_point(p.to_dict()) for p in swept.plans],
+            "refused_rate_per_s": swept.refused_rate_per_s,
+            "max_rate_per_s": swept.max_rate_per_s,
+            "refused": swept.reason or None,
+            "hardware": hw_doc,
+        }
+        _emit(args, doc, "rate_sweep")
+        return 0
     if levels is not None:
         from flopwise.plan.infer.online import plan_online_sweep
 
@@ -152,6 +176,15 @@ def _online_point(plan: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _rate_point(plan: dict[str, Any]) -> dict[str, Any]:
+    load = plan["arrivals"]
+    return {
+        "request_rate": load["rate_per_s"],
+        **{k: plan.get(k) for k in _POINT_KEYS},
+        "arrivals": load,
+    }
+
+
 def _emit(args: argparse.Namespace, doc: dict[str, Any], kind: str) -> None:
     if args.json:
         from flopwise.present.jsonout import emit
@@ -165,4 +198,5 @@ def _emit(args: argparse.Namespace, doc: dict[str, Any], kind: str) -> None:
         "sweep": infer_view.show_sweep,
         "target": infer_view.show_target,
         "online_sweep": infer_view.show_online_sweep,
+        "rate_sweep": infer_view.show_rate_sweep,
     }[kind](doc)

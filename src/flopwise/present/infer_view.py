@@ -293,6 +293,53 @@ def show_online_sweep(doc: dict[str, Any]) -> None:
     )
 
 
+def show_rate_sweep(doc: dict[str, Any]) -> None:
+    job = doc["job"]
+    rows = [
+        (
+            f"{p['request_rate']:g}",
+            fmt_num(p["arrivals"]["mean_running"], 1),
+            fmt_num(p["ttft_ms"]),
+            fmt_num(p["tpot_ms"], 2),
+            fmt_num(p["output_tokens_per_s"]),
+            fmt_num(p["tokens_per_s_per_user"]),
+            _pct(p["arrivals"]["prefill_busy"]),
+            "—"
+            if p["cost_per_million_output_tokens"] is None
+            else f"${p['cost_per_million_output_tokens']:,.3f}",
+        )
+        for p in doc["points"]
+    ]
+    title = (
+        f"Request-rate sweep (Poisson arrivals) — {doc['model']} on {job['gpus']} x "
+        f"{doc['accelerator']} (tp {job['tp']}), {job['input_len']} in / {job['output_len']} out"
+    )
+    caption = (
+        f"from {doc['refused_rate_per_s']:g} requests/s on: not sustained (at most "
+        f"{fmt_num(doc['max_rate_per_s'], 2)} requests/s)"
+        if doc.get("refused_rate_per_s") is not None
+        else None
+    )
+    console().print(
+        table(
+            title,
+            [
+                "req/s",
+                "running",
+                "TTFT ms",
+                "ITL ms",
+                "out tok/s",
+                "tok/s/user",
+                "prefill busy",
+                "$/1M out",
+            ],
+            rows,
+            caption=caption,
+            right=tuple(range(8)),
+        )
+    )
+
+
 def show_target(doc: dict[str, Any]) -> None:
     seed = doc["seed_check"]
     found = doc["gpus"]

@@ -20,9 +20,9 @@ sign change, then bisection) and, where there is none, says so in one line with 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.plan.infer.batching import (
@@ -41,10 +41,23 @@ from flopwise.plan.infer.online import (
 from flopwise.plan.infer.phases import prefill_phase
 from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
 
+if TYPE_CHECKING:
+    from flopwise.hardware import Hardware
+    from flopwise.plan.infer.job import InferJob
+    from flopwise.workload.spec import ModelSpec
+
 #: Points of the scan for the first sign change of rate x E2E(B) - B, and the relative width
 #: at which its bisection stops.
 SCAN_POINTS = 64
 TOLERANCE = 1e-9
+
+
+class OverloadError(FlopwiseError):
+    """A request rate the deployment cannot sustain; ``max_rate_per_s`` is the one it does."""
+
+    def __init__(self, message: str, max_rate_per_s: float) -> None:
+        super().__init__(message)
+        self.max_rate_per_s = max_rate_per_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,10 +132,11 @@ def plan_request_rate(ctx: Context, rate_per_s: float) -> InferPlan:
 
     def overloaded() -> FlopwiseError:
         top = _max_rate_per_s(ctx, capacity) * job.replicas
-        return FlopwiseError(
+        return OverloadError(
             f"{rate_per_s:g} requests/s is more than {job.gpus} x {ctx.hw.id} serve at "
             f"{job.input_len} in / {job.output_len} out: at most {top:.3g} requests/s "
-            f"({capacity:,} running per replica); lower --request-rate or add GPUs"
+            f"({capacity:,} running per replica); lower --request-rate or add GPUs",
+            top,
         )
 
     def latency(running: float) -> tuple[float, SteadyService, float, float]:
@@ -180,3 +194,33 @@ def plan_request_rate(ctx: Context, rate_per_s: float) -> InferPlan:
         ),
     )
     return replace(plan, extras={"arrivals": load.to_dict(), **build_extras(build)})
+
+
+@dataclass(frozen=True, slots=True)
+class RateSweep:
+    """The plans at the sustained rates of a sweep, and the first rate refused (if any)."""
+
+    plans: tuple[InferPlan, ...]
+    refused_rate_per_s: float | None = None
+    max_rate_per_s: float | None = None
+    reason: str = ""
+
+
+def plan_rate_sweep(
+    model: ModelSpec,
+    hardware: Hardware,
+    job: InferJob,
+    rates: Sequence[float],
+) -> RateSweep:
+    """Plans at each of `rates` (sorted) until the first rate the deployment cannot sustain."""
+    from flopwise.plan.infer.planner import plan_inference
+
+    if not rates:
+        raise FlopwiseError("a request-rate sweep needs at least one rate")
+    plans: list[InferPlan] = []
+    for rate in sorted(rates):
+        try:
+            plans.append(plan_inference(model, hardware, replace(job, request_rate=float(rate))))
+        except OverloadError as exc:
+            return RateSweep(tuple(plans), float(rate), exc.max_rate_per_s, str(exc))
+    return RateSweep(tuple(plans))

@@ -17,7 +17,8 @@ change was made after reading them, a physical one: a prompt joins the running b
 passes of the engine's token budget instead of an even slice in every step (``online.
 steady_service``; in an MoE a pass reads the experts its tokens route to once, so slicing every
 prompt over every step charged most experts on every step). Before it: TPOT MAPE 31.8% (8k/1k
-+102…+105%), tokens/s 17.1%; after: 4.7% and 6.4%. Measured 2026-11-24 on this code
++102…+105%), tokens/s 17.1%; after: 4.7% and 6.4%. Since that change was made with these rows in
+view, ``flopwise validate --only online`` counts these 18 figures in sample. Measured 2026-11-24 on this code
 (predicted / published - 1):
 
 | ISL / OSL | concurrency | TPOT | tokens/s |

@@ -16,10 +16,17 @@ def test_every_published_point_is_posed_and_in_sample_rows_are_kept_apart() -> N
     assert len(rep["rows"]) == len(published) > 90
     assert all("--concurrency" in r["command"] for r in rep["rows"])
     in_sample = [r for r in rep["rows"] if r["in_sample"]]
-    # only NIM's TTFT up to 50 in flight shaped a choice (the prefill queue)
-    assert {r["id"] for r in in_sample} == {
-        f"nim180_llama33_70b_h100x2_5000_500_c{c}_ttft_ms" for c in (1, 5, 25, 50)
+    # rows that shaped a modelling choice: NIM's TTFT up to 50 in flight (the prefill queue) and
+    # InferenceX's H200 decode figures (prompts in whole passes)
+    nim = {f"nim180_llama33_70b_h100x2_5000_500_c{c}_ttft_ms" for c in (1, 5, 25, 50)}
+    h200 = {
+        r["id"]
+        for r in published
+        if r["id"].startswith("inferencex_dsr1_fp8_h200_")
+        and r["metric"] in ("tpot_ms", "output_tokens_per_s")
     }
+    assert len(h200) == 18
+    assert {r["id"] for r in in_sample} == nim | h200
     oos = [r for r in rep["rows"] if not r["in_sample"]]
     assert rep["out_of_sample"]["n"] == len(oos)
     mape = sum(abs(r["error_pct"]) for r in oos) / len(oos)
@@ -37,7 +44,7 @@ def test_cli_section_text_and_json() -> None:
     out = run_cli("validate", "--only", "online", "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    assert set(doc) == {"online"} and doc["online"]["out_of_sample"]["n"] > 90
+    assert set(doc) == {"online"} and doc["online"]["out_of_sample"]["n"] > 70
     text = run_cli("validate", "--only", "online", "--rows")
     assert text.returncode == 0
     assert "Validation: online serving" in text.stdout and "in-sample" in text.stdout

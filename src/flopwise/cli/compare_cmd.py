@@ -148,16 +148,12 @@ def compare_from_args(args: argparse.Namespace) -> Any:
             f"--input-len + --output-len = {args.input_len + args.output_len} exceeds "
             f"{model.name}'s context of {model.max_seq_len} tokens"
         )
-    if isinstance(args.request_rate, tuple):
-        raise FlopwiseError(
-            f"compare takes one --request-rate, got {','.join(map(str, args.request_rate))}: "
-            "plan infer sweeps a list"
-        )
-    if isinstance(args.concurrency, tuple):
-        raise FlopwiseError(
-            f"compare takes one --concurrency, got {','.join(map(str, args.concurrency))}: "
-            "plan infer sweeps a list"
-        )
+    for flag, value in (("request-rate", args.request_rate), ("concurrency", args.concurrency)):
+        if isinstance(value, tuple):
+            raise FlopwiseError(
+                f"compare takes one --{flag}, got {','.join(map(str, value))}: "
+                "plan infer sweeps a list"
+            )
     ijob = CompareInferJob(
         batch=resolve_batch(args.batch, args.num_requests, args.concurrency, args.request_rate),
         input_len=args.input_len,

@@ -6,7 +6,6 @@ import argparse
 from typing import Any
 
 from flopwise.cli.job_args import add_job_args, job_command
-from flopwise.errors import FlopwiseError
 
 
 def register(psub: Any) -> None:
@@ -90,20 +89,15 @@ def run(args: argparse.Namespace) -> int:
             model=load_model(args.draft), acceptance=args.acceptance, tokens=args.draft_tokens
         )
     if rates is not None:
-        if draft is not None:
-            raise FlopwiseError(
-                "speculative decoding (--draft) is planned for a static batch or --batch max; "
-                "the online modes (--concurrency, --request-rate) do not model it"
-            )
         from flopwise.plan.infer.arrivals import plan_rate_sweep
 
-        swept = plan_rate_sweep(model, hw, job, rates)
+        swept = plan_rate_sweep(model, hw, job, rates, draft=draft)
         doc = {
             "model": model.name,
             "accelerator": hw.id,
             "mode": "rate-sweep",
             "job": {**job.to_dict(), "request_rate": sorted(rates)},
-            "points": [_rate_point(p.to_dict()) for p in swept.plans],
+            "points": [_sweep_point(p.to_dict(), "request_rate") for p in swept.plans],
             "refused_rate_per_s": swept.refused_rate_per_s,
             "max_rate_per_s": swept.max_rate_per_s,
             "refused": swept.reason or None,
@@ -120,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             "accelerator": hw.id,
             "mode": "online-sweep",
             "job": {**job.to_dict(), "concurrency": list(levels)},
-            "points": [_online_point(p.to_dict()) for p in plans],
+            "points": [_sweep_point(p.to_dict(), "concurrency") for p in plans],
             "hardware": hw_doc,
         }
         _emit(args, doc, "online_sweep")
@@ -148,7 +142,8 @@ def resolve_batch(
     return 1 if batch is None else int(batch)
 
 
-#: What each point of a concurrency sweep keeps of its plan (the whole plan is one run away).
+#: What each point of a concurrency or request-rate sweep keeps of its plan (the whole plan is
+#: one run away).
 _POINT_KEYS = (
     "batch",
     "ttft_ms",
@@ -167,22 +162,11 @@ _POINT_KEYS = (
 )
 
 
-def _online_point(plan: dict[str, Any]) -> dict[str, Any]:
-    load = plan["online"]
-    return {
-        "concurrency": plan["job"]["concurrency"],
-        **{k: plan.get(k) for k in _POINT_KEYS},
-        "online": load,
-    }
-
-
-def _rate_point(plan: dict[str, Any]) -> dict[str, Any]:
-    load = plan["arrivals"]
-    return {
-        "request_rate": load["rate_per_s"],
-        **{k: plan.get(k) for k in _POINT_KEYS},
-        "arrivals": load,
-    }
+def _sweep_point(plan: dict[str, Any], level: str) -> dict[str, Any]:
+    """One point of a concurrency or request-rate sweep: its level (the job's `level`), what
+    _POINT_KEYS keeps of the plan, and the plan's load block (online / arrivals)."""
+    block = "online" if level == "concurrency" else "arrivals"
+    return {level: plan["job"][level], **{k: plan.get(k) for k in _POINT_KEYS}, block: plan[block]}
 
 
 def _emit(args: argparse.Namespace, doc: dict[str, Any], kind: str) -> None:

@@ -12,8 +12,8 @@ def _pct(x: float | None) -> str:
     return "unknown" if x is None else f"{x:.0%}"
 
 
-def _money(x: float | None) -> str:
-    return "— (give --price-per-gpu-hour)" if x is None else f"${x:,.3f}"
+def _money(x: float | None, missing: str = "— (give --price-per-gpu-hour)") -> str:
+    return missing if x is None else f"${x:,.3f}"
 
 
 def _fits(x: bool | None) -> str:
@@ -220,9 +220,7 @@ def show_sweep(doc: dict[str, Any]) -> None:
             fmt_num(p["memory_per_gpu_gib"], 1),
             _pct(p["mbu"]),
             _pct(p["mfu"]),
-            "—"
-            if p["cost_per_million_output_tokens"] is None
-            else f"${p['cost_per_million_output_tokens']:,.3f}",
+            _money(p["cost_per_million_output_tokens"], missing="—"),
         )
         for p in doc["points"]
     ]
@@ -265,9 +263,7 @@ def show_online_sweep(doc: dict[str, Any]) -> None:
                 fmt_num(p["output_tokens_per_s"]),
                 fmt_num(p["tokens_per_s_per_user"]),
                 "—" if wait <= 0 else f"{fmt_num(wait)}",
-                "—"
-                if p["cost_per_million_output_tokens"] is None
-                else f"${p['cost_per_million_output_tokens']:,.3f}",
+                _money(p["cost_per_million_output_tokens"], missing="—"),
             )
         )
     title = (
@@ -304,9 +300,7 @@ def show_rate_sweep(doc: dict[str, Any]) -> None:
             fmt_num(p["output_tokens_per_s"]),
             fmt_num(p["tokens_per_s_per_user"]),
             _pct(p["arrivals"]["prefill_busy"]),
-            "—"
-            if p["cost_per_million_output_tokens"] is None
-            else f"${p['cost_per_million_output_tokens']:,.3f}",
+            _money(p["cost_per_million_output_tokens"], missing="—"),
         )
         for p in doc["points"]
     ]

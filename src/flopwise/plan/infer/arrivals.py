@@ -44,6 +44,7 @@ from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
 if TYPE_CHECKING:
     from flopwise.hardware import Hardware
     from flopwise.plan.infer.job import InferJob
+    from flopwise.plan.infer.speculative import DraftConfig
     from flopwise.workload.spec import ModelSpec
 
 #: Points of the scan for the first sign change of rate x E2E(B) - B, and the relative width
@@ -211,8 +212,10 @@ def plan_rate_sweep(
     hardware: Hardware,
     job: InferJob,
     rates: Sequence[float],
+    draft: DraftConfig | None = None,
 ) -> RateSweep:
-    """Plans at each of `rates` (sorted) until the first rate the deployment cannot sustain."""
+    """Plans at each of `rates` (sorted) until the first rate the deployment cannot sustain;
+    `draft` as for ``plan_inference`` (which refuses it for the online modes)."""
     from flopwise.plan.infer.planner import plan_inference
 
     if not rates:
@@ -220,7 +223,8 @@ def plan_rate_sweep(
     plans: list[InferPlan] = []
     for rate in sorted(rates):
         try:
-            plans.append(plan_inference(model, hardware, replace(job, request_rate=float(rate))))
+            paced = replace(job, request_rate=float(rate))
+            plans.append(plan_inference(model, hardware, paced, draft=draft))
         except OverloadError as exc:
             return RateSweep(tuple(plans), float(rate), exc.max_rate_per_s, str(exc))
     return RateSweep(tuple(plans))

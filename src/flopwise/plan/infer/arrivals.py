@@ -26,9 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.plan.infer.batching import (
-    build_extras,
-    build_note,
     continuous_memory,
+    continuous_plan,
     kv_tokens_held,
 )
 from flopwise.plan.infer.context import Context
@@ -38,8 +37,7 @@ from flopwise.plan.infer.online import (
     online_context,
     steady_service,
 )
-from flopwise.plan.infer.phases import prefill_phase
-from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
+from flopwise.plan.infer.result import InferPlan
 
 if TYPE_CHECKING:
     from flopwise.hardware import Hardware
@@ -163,38 +161,29 @@ def plan_request_rate(ctx: Context, rate_per_s: float) -> InferPlan:
         prefill_wait_s=wait,
         prefill_busy=busy,
     )
-    mfu, mbu, peak, bw = utilisation(ctx, max(running, 1.0), e2e, step)
-    plan = InferPlan(
-        model=ctx.spec.name,
-        accelerator=ctx.hw.id,
-        job=job,
+    return continuous_plan(
+        ctx,
+        build,
         mode="rate",
         batch=max(1, round(running)),
-        precision=ctx.precision,
-        engine=ctx.engine,
         ttft_s=service.first_token_s + wait,
         tpot_s=step.time_s,
         e2e_latency_s=e2e,
         output_tokens_per_s=rate_per_s * job.output_len,
         memory=replace(continuous_memory(ctx, max(1, math.ceil(running))), max_batch=capacity),
-        prefill=prefill_phase(ctx, 1),
         decode=step,
-        peak_bw_gbps=bw,
-        peak_tflops=peak,
-        mfu=mfu,
-        mbu=mbu,
-        assumptions=(
-            *assumptions_for(ctx),
+        running=max(running, 1.0),
+        request_s=e2e,
+        notes=(
             f"online serving: Poisson arrivals at {rate_per_s:g} requests/s"
             + (f" ({lam:.3g} per replica)" if job.replicas > 1 else "")
             + f"; {running:,.1f} running on average (Little's law), each holding "
             f"{kv_tokens_held(ctx):,.0f} tokens of KV; prompts wait {wait * 1e3:,.0f} ms "
             f"behind each other's prefill (M/D/1, prefill busy {busy:.0%}); sustainable up "
             f"to {load.max_rate_per_s:.3g} requests/s",
-            *build_note(build),
         ),
+        extras={"arrivals": load.to_dict()},
     )
-    return replace(plan, extras={"arrivals": load.to_dict(), **build_extras(build)})
 
 
 @dataclass(frozen=True, slots=True)

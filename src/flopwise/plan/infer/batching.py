@@ -18,12 +18,14 @@ max_batch_size and the activation workspace is sized by its max_num_tokens
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.plan.infer.context import Context
 from flopwise.plan.infer.memory import MemoryPlan, plan_memory
-from flopwise.plan.infer.phases import prefill_phase
+from flopwise.plan.infer.phases import Phase, prefill_phase
 from flopwise.plan.infer.planner import fit_suggestion
 from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
 from flopwise.plan.infer.trtllm_build import EngineBuild, built_engine
@@ -119,38 +121,77 @@ def plan_continuous(ctx: Context) -> InferPlan:
     tpot = step.time_s
     e2e = ttft + (job.output_len - 1) * tpot
     tok_s = batch / tpot * job.replicas
-    mfu, mbu, peak, bw = utilisation(ctx, batch, job.output_len * tpot, step)
-    plan = InferPlan(
-        model=ctx.spec.name,
-        accelerator=ctx.hw.id,
-        job=job,
+    return continuous_plan(
+        ctx,
+        build,
         mode="continuous",
         batch=batch,
-        precision=ctx.precision,
-        engine=ctx.engine,
         ttft_s=ttft,
         tpot_s=tpot,
         e2e_latency_s=e2e,
         output_tokens_per_s=tok_s,
         memory=replace(continuous_memory(ctx, batch), max_batch=batch),
-        prefill=prefill_phase(ctx, 1),
         decode=step,
-        peak_bw_gbps=bw,
-        peak_tflops=peak,
-        mfu=mfu,
-        mbu=mbu,
-        assumptions=(
-            *assumptions_for(ctx),
+        running=batch,
+        request_s=job.output_len * tpot,
+        notes=(
             f"continuous batching: {batch} running sequences holding "
             f"{kv_tokens_held(ctx):,.0f} tokens of KV each "
             f"({'whole request reserved' if ctx.engine.kv_reservation == 'full' else 'paged'}), "
             f"{per_step:,.0f} prompt tokens prefilled per step on average, each prompt in "
             f"{service.chunks} pass{'es' if service.chunks > 1 else ''} beside the running "
             "decodes; TTFT excludes queueing",
-            *build_note(build),
         ),
+        extras={"prefill_tokens_per_step": per_step},
     )
-    return replace(plan, extras={"prefill_tokens_per_step": per_step, **build_extras(build)})
+
+
+def continuous_plan(
+    ctx: Context,
+    build: EngineBuild | None,
+    *,
+    mode: str,
+    batch: int,
+    ttft_s: float,
+    tpot_s: float,
+    e2e_latency_s: float,
+    output_tokens_per_s: float,
+    memory: MemoryPlan,
+    decode: Phase,
+    running: float,
+    request_s: float,
+    notes: Sequence[str],
+    extras: dict[str, Any],
+    closing_notes: Sequence[str] = (),
+) -> InferPlan:
+    """The InferPlan of a continuous-batching mode (continuous, offline, online, rate) from what
+    the mode worked out. What they all share is filled in here: a lone prompt's prefill, MFU and
+    MBU of `running` requests over `request_s` each (``result.utilisation``), the assumptions
+    (the context's, the mode's `notes`, the engine build's, then `closing_notes`) and the build
+    sizes beside the mode's `extras`."""
+    mfu, mbu, peak, bw = utilisation(ctx, running, request_s, decode)
+    return InferPlan(
+        model=ctx.spec.name,
+        accelerator=ctx.hw.id,
+        job=ctx.job,
+        mode=mode,
+        batch=batch,
+        precision=ctx.precision,
+        engine=ctx.engine,
+        ttft_s=ttft_s,
+        tpot_s=tpot_s,
+        e2e_latency_s=e2e_latency_s,
+        output_tokens_per_s=output_tokens_per_s,
+        memory=memory,
+        prefill=prefill_phase(ctx, 1),
+        decode=decode,
+        peak_bw_gbps=bw,
+        peak_tflops=peak,
+        mfu=mfu,
+        mbu=mbu,
+        assumptions=(*assumptions_for(ctx), *notes, *build_note(build), *closing_notes),
+        extras={**extras, **build_extras(build)},
+    )
 
 
 def build_extras(build: EngineBuild | None) -> dict[str, int]:

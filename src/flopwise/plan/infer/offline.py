@@ -29,7 +29,6 @@ from typing import Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.plan.infer.phases import decode_phase, prefill_phase
-from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
 
 #: Rows of the largest GEMM row tile the shape model picks (plan.gemm: 64 x N and 128 x N
 #: tiles): pass times are interpolated between the two ends of a tile of this many rows.
@@ -231,9 +230,8 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
     """The InferPlan of an offline batch of `num_requests` (split evenly over the replicas)."""
 
     from flopwise.plan.infer.batching import (
-        build_extras,
-        build_note,
         continuous_memory,
+        continuous_plan,
         kv_tokens_held,
         max_concurrency,
         sized_context,
@@ -259,51 +257,42 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
     run, preempted = _run(ctx, per_replica, cap, max(budget, 1))
     running = max(1.0, run.mean_running)
     step = decode_phase(ctx, running, prefill_per_step=running * job.input_len / job.output_len)
-    mfu, mbu, peak, bw = utilisation(ctx, running, job.output_len * step.time_s, step)
     total_tokens = num_requests * job.output_len  # every replica is done by the makespan
     capped = (
         f" (--batch {job.batch} asked, {fit} fit)" if job.batch is not None and job.batch > fit
         else ""
     )  # fmt: skip
-    plan = InferPlan(
-        model=ctx.spec.name,
-        accelerator=ctx.hw.id,
-        job=job,
-        mode="offline",
-        batch=run.concurrency,
-        precision=ctx.precision,
-        engine=ctx.engine,
-        ttft_s=run.mean_ttft_s,
-        tpot_s=run.mean_tpot_s if job.output_len > 1 else step.time_s,
-        e2e_latency_s=run.mean_latency_s,
-        output_tokens_per_s=total_tokens / run.makespan_s if run.makespan_s > 0 else 0.0,
-        # a preempting run admits more than fit at once; the memory plan holds what fits
-        memory=replace(continuous_memory(ctx, min(run.concurrency, cap)), max_batch=fit),
-        prefill=prefill_phase(ctx, 1),
-        decode=step,
-        peak_bw_gbps=bw,
-        peak_tflops=peak,
-        mfu=mfu,
-        mbu=mbu,
-        assumptions=(
-            *assumptions_for(ctx),
-            f"offline batch: {num_requests:,} requests arrive at once"
-            + (f", {per_replica:,} on each of {job.replicas} replicas" if job.replicas > 1 else "")
-            + f"; at most {run.concurrency:,} run at once{capped}, each holding "
-            f"{kv_tokens_held(ctx):,.0f} tokens of KV; prompts join while a pass has room within "
-            f"{budget:,} tokens; {run.mean_running:,.0f} decode on average over the run "
-            "(ramp-up and drain included); TTFT and latency include the wait in the queue",
-            *build_note(build),
-            *_preemption_note(preempted),
-        ),
-    )
     cost = None
     if job.price_per_gpu_hour is not None:
         cost = job.price_per_gpu_hour * job.gpus * run.makespan_s / 3600.0
     offline: dict[str, Any] = {**run.to_dict(), "cost_usd": cost}
     if preempted is not None:
         offline["preemption"] = preempted.to_dict()
-    return replace(plan, extras={"offline": offline, **build_extras(build)})
+    return continuous_plan(
+        ctx,
+        build,
+        mode="offline",
+        batch=run.concurrency,
+        ttft_s=run.mean_ttft_s,
+        tpot_s=run.mean_tpot_s if job.output_len > 1 else step.time_s,
+        e2e_latency_s=run.mean_latency_s,
+        output_tokens_per_s=total_tokens / run.makespan_s if run.makespan_s > 0 else 0.0,
+        # a preempting run admits more than fit at once; the memory plan holds what fits
+        memory=replace(continuous_memory(ctx, min(run.concurrency, cap)), max_batch=fit),
+        decode=step,
+        running=running,
+        request_s=job.output_len * step.time_s,
+        notes=(
+            f"offline batch: {num_requests:,} requests arrive at once"
+            + (f", {per_replica:,} on each of {job.replicas} replicas" if job.replicas > 1 else "")
+            + f"; at most {run.concurrency:,} run at once{capped}, each holding "
+            f"{kv_tokens_held(ctx):,.0f} tokens of KV; prompts join while a pass has room within "
+            f"{budget:,} tokens; {run.mean_running:,.0f} decode on average over the run "
+            "(ramp-up and drain included); TTFT and latency include the wait in the queue",
+        ),
+        extras={"offline": offline},
+        closing_notes=_preemption_note(preempted),
+    )
 
 
 def _run(ctx: Any, per_replica: int, cap: int, budget: int) -> tuple[OfflineRun, Any]:

@@ -31,16 +31,15 @@ from typing import TYPE_CHECKING, Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.plan.infer.batching import (
-    build_extras,
-    build_note,
     continuous_memory,
+    continuous_plan,
     kv_tokens_held,
     sized_context,
     steady_concurrency,
 )
 from flopwise.plan.infer.context import Context
 from flopwise.plan.infer.phases import Phase, decode_phase, prefill_phase
-from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
+from flopwise.plan.infer.result import InferPlan
 from flopwise.plan.infer.trtllm_build import EngineBuild
 
 if TYPE_CHECKING:
@@ -209,21 +208,17 @@ def plan_online(ctx: Context, concurrency: int) -> InferPlan:
         prefill_busy=rho,
         queue_wait_s=wait,
     )
-    mfu, mbu, peak, bw = utilisation(ctx, running, service_e2e, step)
     capped = (
         f"; {concurrency:,} in flight but at most {capacity:,} run at once: the rest wait "
         f"{wait * 1e3:,.0f} ms in the queue on average (in TTFT and latency)"
         if wait > 0
         else ""
     )
-    plan = InferPlan(
-        model=ctx.spec.name,
-        accelerator=ctx.hw.id,
-        job=job,
+    return continuous_plan(
+        ctx,
+        build,
         mode="online",
         batch=running,
-        precision=ctx.precision,
-        engine=ctx.engine,
         ttft_s=service_ttft + wait,
         tpot_s=tpot,
         e2e_latency_s=service_e2e + wait,
@@ -233,14 +228,10 @@ def plan_online(ctx: Context, concurrency: int) -> InferPlan:
         / service_e2e
         * busy_replicas(total, job.replicas),
         memory=replace(continuous_memory(ctx, running), max_batch=capacity),
-        prefill=prefill_phase(ctx, 1),
         decode=step,
-        peak_bw_gbps=bw,
-        peak_tflops=peak,
-        mfu=mfu,
-        mbu=mbu,
-        assumptions=(
-            *assumptions_for(ctx),
+        running=running,
+        request_s=service_e2e,
+        notes=(
             f"online serving: a closed loop of {total:,} requests in flight (a new one as one "
             "finishes)"
             + (f", {concurrency:,} per replica" if job.replicas > 1 else "")
@@ -248,10 +239,9 @@ def plan_online(ctx: Context, concurrency: int) -> InferPlan:
             f"{kv_tokens_held(ctx):,.0f} tokens of KV; {per_step:,.0f} prompt tokens prefilled "
             f"per step on average, a new prompt in {chunks} pass{'es' if chunks > 1 else ''} of "
             f"up to {budget:,} tokens beside the running requests' decode{capped}",
-            *build_note(build),
         ),
+        extras={"online": load.to_dict()},
     )
-    return replace(plan, extras={"online": load.to_dict(), **build_extras(build)})
 
 
 def plan_online_sweep(

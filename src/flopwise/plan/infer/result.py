@@ -25,7 +25,7 @@ class InferPlan:
     model: str
     accelerator: str
     job: InferJob
-    mode: str  # "static" | "continuous" | "offline"
+    mode: str  # "static" | "continuous" | "offline" | "online" | "rate"
     batch: int
     precision: Precision
     engine: EngineProfile

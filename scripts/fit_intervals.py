@@ -22,17 +22,25 @@ OUT_INFERENCE = DATA / "intervals_inference.json"
 
 
 def table() -> dict[str, object]:
-    from flopwise.plan.train.interval import LONG_CONTEXT_TOKENS
+    from flopwise.plan.train.interval import LONG_CONTEXT_TOKENS, MOE_REGIME
     from flopwise.validate.training import validate_training
+    from flopwise.validate.unseen_training import validate_unseen_training
 
     v = validate_training()
+    regimes = v.interval_table()
+    moe = validate_unseen_training().moe_regime()
+    if moe is not None:
+        regimes[MOE_REGIME] = moe
     return {
         "level": 0.8,
         "what": "measured/predicted step time of flopwise validate's out-of-sample training "
         "predictions (leave one source family out), 10th and 90th percentile per regime of "
         "every family's mean bias combined with every row's scatter inside its family; "
-        f"regimes ending /long-context hold sequences of {LONG_CONTEXT_TOKENS:,} tokens and more",
-        "regimes": v.interval_table(),
+        f"regimes ending /long-context hold sequences of {LONG_CONTEXT_TOKENS:,} tokens and more; "
+        f"'{MOE_REGIME}' is the 10th-90th percentile of the measured/predicted step of the MoE "
+        "runs in validate --only training-unseen (nothing fitted to them), with their observed "
+        "range",
+        "regimes": regimes,
     }
 
 

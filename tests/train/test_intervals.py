@@ -21,12 +21,16 @@ def test_quantile_interpolates() -> None:
 
 @pytest.mark.slow
 def test_shipped_intervals_are_what_the_residuals_give() -> None:
+    from flopwise.plan.train.interval import MOE_REGIME
+    from flopwise.validate.unseen_training import validate_unseen_training
     from validation_cache import training_validation  # validate_training(), once per session
 
     path = resources.files("flopwise.catalog").joinpath("data/intervals_training.json")
     shipped = json.loads(path.read_text(encoding="utf-8"))["regimes"]
+    moe = shipped.pop(MOE_REGIME, None)
     table = training_validation().interval_table()
     assert shipped == table, "re-run python scripts/fit_intervals.py"
+    assert moe == validate_unseen_training().moe_regime(), "re-run python scripts/fit_intervals.py"
 
 
 def test_generic_framework_gets_a_wider_interval_than_a_named_one() -> None:
@@ -78,9 +82,15 @@ def test_plan_json_carries_intervals_around_every_time_figure() -> None:
     assert "80% interval" in txt.stdout
 
 
-def test_moe_plans_say_their_interval_comes_from_dense_runs() -> None:
+def test_moe_plans_take_the_moe_regime_never_narrower_than_dense() -> None:
+    dense = step_interval(True, True, moe=False)
     iv = step_interval(True, True, moe=True)
-    assert iv is not None and "MoE" in iv.note
+    assert dense is not None and iv is not None
+    assert iv.regime == "moe" and "training-unseen" in iv.note
+    assert iv.lo <= dense.lo and iv.hi >= dense.hi
+    # the same hull for a die without a fitted fraction and a generic framework
+    wide = step_interval(False, False, moe=True)
+    assert wide is not None and wide.hi >= iv.hi
 
 
 def _plan_json(seq_len: int, accelerator: str = "h100-sxm") -> dict[str, object]:

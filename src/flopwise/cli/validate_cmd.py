@@ -8,7 +8,14 @@ from typing import Any
 
 from flopwise.cli._args import add_json
 
-SECTIONS: tuple[str, ...] = ("training", "inference", "online", "matmul", "goodput")
+SECTIONS: tuple[str, ...] = (
+    "training",
+    "training-unseen",
+    "inference",
+    "online",
+    "matmul",
+    "goodput",
+)
 
 
 def register(sub: Any) -> None:
@@ -45,6 +52,11 @@ def run_validate(args: argparse.Namespace) -> int:
 
         with section_status("training", spin):
             doc["training"] = validate_training().to_dict()
+    if args.only in (None, "training-unseen"):
+        from flopwise.validate.unseen_training import validate_unseen_training
+
+        with section_status("training runs nothing was fitted to", spin):
+            doc["training_unseen"] = validate_unseen_training().to_dict()
     if args.only in (None, "inference"):
         if _inference_available():
             from importlib import import_module

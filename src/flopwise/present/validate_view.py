@@ -153,6 +153,9 @@ def show_validation(doc: dict[str, Any], rows: bool = False) -> None:
         if section == "online":
             show_online_validation(rep, rows)
             continue
+        if section == "training_unseen":
+            show_unseen_training_validation(rep)
+            continue
         rows_ = [
             (
                 r["id"],
@@ -286,6 +289,47 @@ def show_online_validation(rep: dict[str, Any], rows: bool = False) -> None:
                 right=(1, 2, 3),
             )
         )
+
+
+def show_unseen_training_validation(rep: dict[str, Any]) -> None:
+    """Newer published training tables, nothing fitted: every row, then dense and MoE apart."""
+    out = console()
+
+    def rng(r: dict[str, Any]) -> str:
+        iv = r["tokens_per_s_per_gpu_interval"]
+        return "" if iv is None else f"{iv[0]:,.0f}-{iv[1]:,.0f}"
+
+    rows_ = [
+        (
+            r["id"] + (" (in-sample)" if r["in_sample"] else ""),
+            r["class"],
+            f"{r['measured']:,.0f}",
+            f"{r['predicted']:,.0f}",
+            rng(r),
+            f"{r['error_pct']:+.1f}%",
+        )
+        for r in rep["rows"]
+    ]
+    lines = [_stat_line("out of sample", rep["out_of_sample"])]
+    lines += [_stat_line(f"  {c}", st) for c, st in rep["by_class"].items() if st["n"]]
+    moe = rep["moe_interval"]
+    if moe["regime"] is not None:
+        loo = moe["coverage_leave_one_out_pct"]
+        lines.append(
+            f"MoE plans' step interval: {moe['regime']['lo']:.2f}-{moe['regime']['hi']:.2f}x "
+            f"(these MoE rows' 10th-90th percentile, n={moe['regime']['n']}); leave-one-out "
+            f"coverage {'n/a' if loo is None else f'{loo:.0f}%'}"
+        )
+    lines.append(f"{len(rep['skipped'])} published rows not posed (reasons: --json)")
+    out.print(
+        table(
+            "Validation: training runs nothing was fitted to (tokens/s per GPU)",
+            ["id", "class", "published", "predicted", "80% range", "error"],
+            rows_,
+            caption="\n".join(lines),
+            right=(2, 3, 4, 5),
+        )
+    )
 
 
 def show_goodput_validation(rep: dict[str, Any]) -> None:

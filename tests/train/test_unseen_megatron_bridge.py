@@ -10,9 +10,9 @@ here is out of sample, on a newer framework release than any validation row.
 
 Measured 2026-11-24 on this code: dense rows -15.5% (H100 70B), -1.4% (H100 405B), +3.9% (B200
 8B), +15.2% (B200 405B), +6.7% (GB200 8B), -18.2% (GB200 405B), -5.3% (GB300 8B), -4.7% (GB300
-405B): MAPE 8.9%, 7 of 8 inside their 80% intervals. MoE rows: Qwen3-235B-A22B +6.9% (GB200)
-and -2.5% (GB300), DeepSeek-V3 -14.7% (GB200), but GPT-OSS-120B +26% (H100) to +89% (B200) and
-Qwen3-30B-A3B +127% (H100): fine-grained experts run far slower than planned (MAPE 48%). That
+405B): MAPE 8.9%, 7 of 8 inside their 80% intervals. MoE rows (14, FP8-MX posed with the mxfp8
+recipe): Qwen3-235B-A22B -2.5% (GB300) and +6.9% (GB200), DeepSeek-V3 -14.7%/+14.0% (GB200), but
++26% to +251% where many small experts sit on each GPU (EP8 on H100 and B200): MAPE 65%. That
 gap is reported, not asserted away; MoE plans take its spread as their interval (interval.py).
 """
 
@@ -65,7 +65,7 @@ def test_every_published_row_is_scored_or_skipped_with_a_reason(
     assert all(reason.strip() for reason in skipped.values())
     reasons = " ".join(skipped.values())
     # the reasons name what the planner does not model, in its own words where it refuses
-    for phrase in ("FP8-MX", "Megatron FSDP", "malformed", "does not divide"):
+    for phrase in ("Megatron FSDP", "malformed", "does not divide"):
         assert phrase in reasons, phrase
 
 

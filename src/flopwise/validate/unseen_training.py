@@ -32,10 +32,11 @@ from flopwise.validate.scoring import quantile
 Row = dict[str, str]
 
 #: Precision cells posed, and the flags they become (FP8-CS: Transformer Engine's per-tensor
-#: current scaling). MXFP8 (Blackwell block scaling, "FP8-MX") has no recipe in the planner.
+#: current scaling; FP8-MX: its MXFP8 block scaling).
 PRECISION_FLAGS: dict[str, tuple[str, ...]] = {
     "BF16": ("--dtype", "bf16"),
     "FP8-CS": ("--dtype", "fp8", "--fp8-recipe", "current"),
+    "FP8-MX": ("--dtype", "fp8", "--fp8-recipe", "mxfp8"),
 }
 
 
@@ -60,7 +61,8 @@ def pose_argv(r: Row) -> list[str] | str:
         return r["notes"] or "throughput or global batch not published"
     flags = PRECISION_FLAGS.get(r["precision"])
     if flags is None:
-        return f"precision {r['precision']}: no such recipe in the planner (posed: BF16, FP8-CS)"
+        posed = ", ".join(PRECISION_FLAGS)
+        return f"precision {r['precision']}: no such recipe in the planner (posed: {posed})"
     if _cell(r, "fsdp"):
         return "Megatron FSDP (FSDP = 1): the table's sharding is not posed"
     gpus, tp, pp, cp = (_cell(r, k) or 1 for k in ("gpus", "tp", "pp", "cp"))

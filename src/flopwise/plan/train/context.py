@@ -31,7 +31,7 @@ from flopwise.workload.params import (
 from flopwise.workload.spec import ModelSpec
 
 from .constants import MEMORY_HEADROOM_FRACTION, fraction_group, sustained_compute_fraction
-from .fp8_recipes import Fp8Recipe, get_fp8_recipe
+from .fp8_recipes import Fp8Recipe, get_fp8_recipe, runs_block_scaled_mma
 from .job import TrainJob
 from .layout import zero_shard_gpus
 from .recipes import resolve_recipe
@@ -74,6 +74,14 @@ class ModelContext:
         self.counts = count_params(m)
         self.recipe = resolve_recipe(job.recipe_name)
         self.fp8_recipe = get_fp8_recipe(job.fp8_recipe_name)
+        if job.dtype == "fp8" and self.fp8_recipe.needs_block_scaled_mma:
+            fp4 = hw.accelerator.spec("peak_fp4_tflops") if hw.accelerator is not None else None
+            if not runs_block_scaled_mma(fp4):
+                raise FlopwiseError(
+                    f"--fp8-recipe {self.fp8_recipe.name} needs tensor cores that apply "
+                    f"per-block scales (Blackwell, CDNA4); {hw.id} has none: use current, "
+                    "delayed, tensorwise or rowwise"
+                )
         gpn = job.gpus_per_node
         if gpn is None and hw.system_id is not None:
             gpn = get_system(hw.system_id).gpus_per_node

@@ -43,6 +43,15 @@ else changes (the GEMM kernel, the tensor-parallel all-gather dtype) is the reci
   output).
 - **current** (Transformer Engine ``Float8CurrentScaling``): as delayed plus the amax pass
   (read 2 B) that current scaling needs before the cast.
+- **mxfp8** (Transformer Engine ``MXFP8BlockScaling``, Blackwell's training recipe in the
+  Megatron-Bridge tables as "FP8-MX"): E4M3 values with one E8M0 scale per 32 consecutive
+  values along K, which Blackwell's tensor cores apply inside the MMA (block-scaled MMA), so the
+  GEMMs run at the FP8 rate. The blocks lie along K, so the weight-gradient GEMM needs the other
+  orientation: one quantize kernel reads 2 B and writes the row-wise and column-wise FP8 copies
+  (1 + 1 B) with their scales (2 x 1/32 B), the block maxima taken inside it (no amax pass).
+  Weights are quantized once per step; sequence-parallel all-gathers carry the MXFP8 data and
+  scales. Only devices with block-scaled tensor cores run it (those with an FP4 peak in the
+  catalog: Blackwell, CDNA4); elsewhere the plan is refused.
 
 Byte counts for the torchao recipes follow torchao's own roofline accounting
 (torchao/testing/float8/roofline_utils.py ``get_tensor_memory_traffic_ovhd_s`` at pytorch/ao
@@ -57,6 +66,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from flopwise.errors import FlopwiseError
+
+#: Values sharing one E8M0 scale in the OCP microscaling (MX) formats.
+MXFP8_BLOCK = 32
 
 #: Bytes per element of a 16-bit tensor and of its FP8 copy.
 _B16 = 2.0
@@ -105,6 +117,9 @@ class Fp8Recipe:
     # copy themselves (Transformer Engine LayerNormLinear / LayerNormMLP): those inputs cost
     # PRODUCER_FP8_CAST_BYTES instead of a cast-transpose kernel
     producer_writes_fp8: bool = False
+    # the recipe's GEMMs need tensor cores that apply per-block scales (MX formats: Blackwell,
+    # CDNA4); a device without them cannot run it
+    needs_block_scaled_mma: bool = False
     sources: tuple[str, ...] = ()
 
     def act_bytes(self, fused: bool) -> float:
@@ -126,6 +141,7 @@ class Fp8Recipe:
             "wgrad_dtype": self.wgrad_dtype,
             "bwd_output_rescale": self.bwd_output_rescale,
             "producer_writes_fp8": self.producer_writes_fp8,
+            "needs_block_scaled_mma": self.needs_block_scaled_mma,
             "sources": list(self.sources),
         }
 
@@ -267,10 +283,48 @@ _RECIPES: tuple[Fp8Recipe, ...] = (
             "computed before it is quantized (two reads per quantization)",
         ),
     ),
+    Fp8Recipe(
+        name="mxfp8",
+        library="transformer-engine",
+        summary="Transformer Engine MXFP8BlockScaling (Blackwell): an E8M0 scale per 32 values "
+        "along K, applied by the tensor cores; one kernel writes row- and column-wise copies",
+        act_cast_bytes=_B16 + 2 * _B8 + 2 * _B8 / MXFP8_BLOCK,
+        amax_read_bytes=0.0,
+        amax_fuses_with_producer=True,
+        weight_cast_bytes=0.0,  # quantized once per step, as the other TE recipes
+        act_cast_kernels=1,
+        weight_cast_kernels=0,
+        fp8_tp_all_gather=True,
+        async_tp_fuses_all_gather=True,
+        fp8_fsdp_all_gather=False,
+        fwd_gemm_fraction=1.0,
+        dgrad_gemm_fraction=1.0,
+        wgrad_dtype="fp8",
+        bwd_output_rescale=False,
+        needs_block_scaled_mma=True,
+        sources=(
+            "NVIDIA TransformerEngine docs, low_precision_training/mxfp8: E4M3 with an E8M0 "
+            "scale per 32 consecutive values, one-dimensional blocks, native on Blackwell "
+            "(SM 10.0+)",
+            "TransformerEngine MXFP8 tensors carry row-wise and column-wise data and scales "
+            "(NVTETensorFromMXFP8Tensor: rowwise_usage / columnwise_usage); "
+            "transformer_engine/pytorch/distributed.py gather_along_first_dim all-gathers "
+            "MXFP8 data with its scales",
+            "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md: 'FP8-MX' runs on "
+            "B200/GB200/GB300 with 32x32-element granularity",
+        ),
+    ),
 )
 
 FP8_RECIPES: Mapping[str, Fp8Recipe] = MappingProxyType({r.name: r for r in _RECIPES})
 FP8_RECIPE_NAMES: tuple[str, ...] = tuple(FP8_RECIPES)
+
+
+def runs_block_scaled_mma(peak_fp4_tflops: float | None) -> bool:
+    """Whether a device's tensor cores apply per-block (MX) scales: the catalog gives such
+    devices an FP4 peak (NVIDIA Blackwell, AMD CDNA4), the same generation that added
+    block-scaled MMA; Hopper, Ampere and CDNA3 have none."""
+    return bool(peak_fp4_tflops)
 
 
 def get_fp8_recipe(name: str) -> Fp8Recipe:

@@ -22,7 +22,7 @@ OUT_INFERENCE = DATA / "intervals_inference.json"
 
 
 def table() -> dict[str, object]:
-    from flopwise.plan.train.interval import LONG_CONTEXT_TOKENS, MOE_REGIME
+    from flopwise.plan.train.interval import ATTENTION_BOUND_SHARE, MOE_REGIME
     from flopwise.validate.training import validate_training
     from flopwise.validate.unseen_training import validate_unseen_training
 
@@ -36,7 +36,8 @@ def table() -> dict[str, object]:
         "what": "measured/predicted step time of flopwise validate's out-of-sample training "
         "predictions (leave one source family out), 10th and 90th percentile per regime of "
         "every family's mean bias combined with every row's scatter inside its family; "
-        f"regimes ending /long-context hold sequences of {LONG_CONTEXT_TOKENS:,} tokens and more; "
+        "regimes ending /attention-bound hold steps whose attention core is "
+        f"{ATTENTION_BOUND_SHARE:.0%} or more of the compute; "
         f"'{MOE_REGIME}' is the 10th-90th percentile of the measured/predicted step of the MoE "
         "runs in validate --only training-unseen (nothing fitted to them), with their observed "
         "range",

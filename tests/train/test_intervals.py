@@ -115,10 +115,11 @@ def _plan_json(seq_len: int, accelerator: str = "h100-sxm") -> dict[str, object]
     return out
 
 
-def test_long_context_plans_get_the_long_context_regime() -> None:
+def test_attention_bound_plans_get_the_attention_bound_regime() -> None:
     short, long = _plan_json(8192), _plan_json(65536)
+    assert float(short["attention_share"]) < 0.5 < float(long["attention_share"])  # type: ignore[arg-type]
     assert short["interval"]["regime"] == "validated-die/profile"  # type: ignore[index]
-    assert long["interval"]["regime"] == "validated-die/profile/long-context"  # type: ignore[index]
+    assert long["interval"]["regime"] == "validated-die/profile/attention-bound"  # type: ignore[index]
     s_lo, s_hi = short["interval"]["step_time_factor"]  # type: ignore[index]
     l_lo, l_hi = long["interval"]["step_time_factor"]  # type: ignore[index]
     assert (s_lo, s_hi) != (l_lo, l_hi)
@@ -128,33 +129,33 @@ def test_long_context_plans_get_the_long_context_regime() -> None:
     assert hi == pytest.approx(long["step_time_s"] * l_hi)  # type: ignore[operator]
 
 
-def test_long_context_without_residuals_falls_back_and_says_so(
+def test_attention_bound_without_residuals_falls_back_and_says_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from flopwise.plan.train import interval as interval_mod
 
-    # a table whose unvalidated-die regime has no long-context residuals (as before NeMo's B200
-    # long-sequence rows were posed): the long job takes the shorter regime and says so
+    # a table whose unvalidated-die regime has no attention-bound residuals (as before NeMo's
+    # B200 long-sequence rows were posed): the job takes the other regime and says so
     table = {
         "regimes": {
             name: entry
             for name, entry in interval_mod._table()["regimes"].items()
-            if not name.startswith("unvalidated-die/profile/long")
+            if not name.startswith("unvalidated-die/profile/attention")
         }
     }
     monkeypatch.setattr(interval_mod, "_table", lambda: table)
-    iv = step_interval(False, True, moe=False, long_context=True)
+    iv = step_interval(False, True, moe=False, attention_bound=True)
     short = step_interval(False, True, moe=False)
     assert iv is not None and short is not None
     assert iv.regime == short.regime == "unvalidated-die/profile"
     assert (iv.lo, iv.hi) == (short.lo, short.hi)
-    assert "long-context" in iv.note
+    assert "attention-bound" in iv.note
 
 
-def test_an_unvalidated_die_has_long_context_residuals_of_its_own() -> None:
+def test_an_unvalidated_die_has_attention_bound_residuals_of_its_own() -> None:
     # NeMo's B200 long-sequence rows run on a die without a fitted fraction: their residuals
-    # form the unvalidated die's long-context regime
-    iv = step_interval(False, True, moe=False, long_context=True)
+    # form the unvalidated die's attention-bound regime
+    iv = step_interval(False, True, moe=False, attention_bound=True)
     assert iv is not None
-    assert iv.regime == "unvalidated-die/profile/long-context"
+    assert iv.regime == "unvalidated-die/profile/attention-bound"
     assert iv.n >= 5

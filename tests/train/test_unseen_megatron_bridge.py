@@ -1,8 +1,10 @@
-"""Published runs no constant was fitted to: Megatron-Bridge's 25.11 pre-training table.
+"""Published runs no constant was fitted to: Megatron-Bridge's pre-training tables, 25.09-26.08.
 
 Source: NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md (snapshot commit 00b7660),
 "25.11 NeMo Container", Pre-Training Performance, tables DGX-H100, DGX-B200, DGX-GB200 and
-DGX-GB300, shipped as catalog/data/published/training_unseen.csv and scored by
+DGX-GB300, and the same file's other editions (25.09, 26.02 ... 26.08: the last version of each
+section before it moved to the archive, transcribed 2026-11-24 and cross-checked cell by cell),
+shipped as catalog/data/published/training_unseen.csv and scored by
 `flopwise validate --only training-unseen` (validate/unseen_training.py). These runs are not in
 the shared reference file; the dense rows were read after the fitted constants were last
 changed, the MoE rows (2026-11-24) after the MoE step model was last changed. Every prediction
@@ -19,6 +21,7 @@ gap is reported, not asserted away; MoE plans take its spread as their interval 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -40,19 +43,41 @@ def unseen() -> UnseenTrainingValidation:
     return validate_unseen_training()
 
 
-def test_each_dense_row_within_tolerance(unseen: UnseenTrainingValidation) -> None:
-    dense = [r for r in unseen.rows if not r.moe]
+def _edition(unseen: UnseenTrainingValidation, prefix: str, moe: bool) -> list[Any]:
+    return [r for r in unseen.rows if r.row.id.startswith(prefix + "_") and r.moe == moe]
+
+
+def test_each_dense_row_of_25_11_within_tolerance(unseen: UnseenTrainingValidation) -> None:
+    dense = _edition(unseen, "mb2511", moe=False)
     assert len(dense) == 8
     for r in dense:
         assert r.row.predicted == pytest.approx(r.row.measured, rel=ROW_TOLERANCE), r.row.id
 
 
 def test_dense_rows_fall_inside_their_80pct_intervals(unseen: UnseenTrainingValidation) -> None:
-    dense = [r for r in unseen.rows if not r.moe]
+    dense = _edition(unseen, "mb2511", moe=False)
     # an 80% interval should hold most of them: at least 6 of 8 (7 at the time of writing)
     assert sum(bool(r.inside_interval) for r in dense) >= 6
     mape = sum(abs(r.error_pct) for r in dense) / len(dense)
     assert mape < 12.0, mape
+    # every edition's dense rows (25.09-26.08, 53 at the time of writing: 11.2%, 87% inside)
+    every = [r for r in unseen.out_of_sample if not r.moe]
+    assert len(every) >= 40
+    assert sum(abs(r.error_pct) for r in every) / len(every) < 15.0
+    assert sum(bool(r.inside_interval) for r in every) >= 0.75 * len(every)
+
+
+def test_moe_rows_of_the_newest_edition_are_planned_within_25pct(
+    unseen: UnseenTrainingValidation,
+) -> None:
+    # the MoE step model prices the GPU's work; the releases of late 2025 ran far slower than
+    # that (host-synchronised dispatch, per-expert launches), the 2026 ones approach it: MoE
+    # bias +84% (26.02) ... +9% (26.06), -3% (26.08) at the time of writing
+    newest = _edition(unseen, "mb2608", moe=True)
+    assert len(newest) >= 5
+    assert sum(abs(r.error_pct) for r in newest) / len(newest) < 25.0
+    older = _edition(unseen, "mb2511", moe=True)
+    assert sum(r.error_pct for r in older) / len(older) > 25.0  # the gap the intervals carry
 
 
 def test_every_published_row_is_scored_or_skipped_with_a_reason(
@@ -65,7 +90,7 @@ def test_every_published_row_is_scored_or_skipped_with_a_reason(
     assert all(reason.strip() for reason in skipped.values())
     reasons = " ".join(skipped.values())
     # the reasons name what the planner does not model, in its own words where it refuses
-    for phrase in ("Megatron FSDP", "malformed", "does not divide"):
+    for phrase in ("Megatron FSDP", "malformed", "does not divide", "NVFP4", "no catalog model"):
         assert phrase in reasons, phrase
 
 

@@ -85,14 +85,31 @@ def test_scores_are_reported_by_family_and_accelerator(report) -> None:  # type:
             assert set(g[key]) == {"n", "mape_pct", "max_abs_error_pct", "bias_pct"}
     cov = d["interval_coverage"]
     assert cov["n"] > 100
-    by_len = cov["by_sequence_length"]
-    assert set(by_len) == {"shorter", "long-context"}
-    assert sum(c["n"] for c in by_len.values()) == cov["n"]
-    # pooled with shorter rows, the long rows' intervals covered 15 of 30; in their own
-    # regime, each family against the others' long rows, they must reach the nominal level's
-    # neighbourhood
-    assert by_len["long-context"]["n"] >= 20
-    assert by_len["long-context"]["coverage_pct"] >= 70.0
+    by_share = cov["by_attention_share"]
+    assert set(by_share) == {"other", "attention-bound"}
+    assert sum(c["n"] for c in by_share.values()) == cov["n"]
+    # pooled with other rows, the attention-bound (then: long) rows' intervals covered 15 of 30;
+    # in their own regime, each family against the others' rows, they must reach the nominal
+    # level's neighbourhood
+    assert by_share["attention-bound"]["n"] >= 20
+    assert by_share["attention-bound"]["coverage_pct"] >= 70.0
+
+
+def test_attention_share_is_the_attention_core_of_each_row(report) -> None:  # type: ignore[no-untyped-def]
+    d = report.to_dict()
+    slices = {g["name"]: g for g in d["by_attention_share"]}
+    assert set(slices) == {"other", "attention-bound"}
+    assert sum(g["out_of_sample"]["n"] for g in slices.values()) == d["out_of_sample"]["n"]
+    shares = {r.posed.id: r.attention_share for r in report.rows}
+    assert all(0.0 <= v < 1.0 for v in shares.values())
+    # a 1B model at 32K tokens is mostly attention; Megatron's 2021 1T model at 2K is not
+    assert shares["mpt_h100_1b_s32768_8gpu"] > 0.5
+    assert shares["n21_t1_1008.0B"] < 0.2
+    # the error follows the share: attention-bound rows are the optimistic ones
+    assert (
+        slices["attention-bound"]["out_of_sample"]["bias_pct"]
+        > slices["other"]["out_of_sample"]["bias_pct"] + 10.0
+    )
 
 
 def test_point_errors_are_reported_by_sequence_length(report) -> None:  # type: ignore[no-untyped-def]

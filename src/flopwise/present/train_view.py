@@ -170,7 +170,14 @@ def show_train_plan(doc: dict[str, Any]) -> None:
         (label, f"{bd[key]:.4f}", f"{bd[key] / step:.1%}") for key, label in _TIME_ROWS if bd[key]
     ]
     time_rows.append(("step", f"{step:.4f}", "100%"))
-    out.print(table("Step time", ["", "s", "share"], time_rows, right=(1, 2)))
+    share = doc.get("attention_share")
+    caption = (
+        None
+        if share is None
+        else f"attention core: {share:.0%} of compute and recompute"
+        + (" (attention-bound: see the interval's regime)" if share >= 0.5 else "")
+    )
+    out.print(table("Step time", ["", "s", "share"], time_rows, caption=caption, right=(1, 2)))
     s = doc["search"]
     note = (
         f"searched {s['configs_evaluated']:,} layouts ({s['feasible']:,} fit, "

@@ -62,6 +62,11 @@ def show_training_validation(rep: dict[str, Any], rows: bool = False) -> None:
         ("By source family", "by_family"),
         ("By accelerator", "by_accelerator"),
         ("By sequence length (long-context: 32K tokens and more)", "by_sequence_length"),
+        (
+            "By attention share (attention-bound: the attention core half the step's "
+            "compute or more; the intervals' split)",
+            "by_attention_share",
+        ),
     ):
         if not rep.get(key):
             continue
@@ -82,7 +87,7 @@ def show_training_validation(rep: dict[str, Any], rows: bool = False) -> None:
         )
     cov = rep.get("interval_coverage") or {}
     mem = rep.get("memory") or {}
-    by_len = cov.get("by_sequence_length") or {}
+    by_len = cov.get("by_attention_share") or {}
     split = "; ".join(
         f"{name} {_pct(c.get('coverage_pct'))} of {c.get('n', 0)}"
         for name, c in sorted(by_len.items(), reverse=True)

@@ -25,7 +25,7 @@ from flopwise.plan.train.constants import (
     SUSTAINED_COMPUTE_FRACTION,
     fraction_group,
 )
-from flopwise.plan.train.interval import is_long_context
+from flopwise.plan.train.interval import is_attention_bound, is_long_context
 from flopwise.validate.common import SkippedRow
 from flopwise.validate.memory import unresolved_misfits
 from flopwise.validate.scoring import Summary, summarize
@@ -84,6 +84,7 @@ class _Curve:
     memory_gib: float
     device_gib: float | None
     fits: bool | None
+    attention_share: float  # the attention core's share of the step's compute (shipped plan)
 
     def at(self, f: float, generic: bool = False) -> float:
         vals = self.generic if generic else self.values
@@ -114,6 +115,7 @@ def _curve(posed: PosedRow) -> _Curve:
         memory_gib=plan.best.memory.total / 2**30,
         device_gib=plan.ctx_summary["device_memory_gib"],
         fits=plan.fits,
+        attention_share=plan.attention_share,
     )
 
 
@@ -157,6 +159,7 @@ class ScoredRow:
     memory_gib: float
     device_gib: float | None
     fits: bool | None
+    attention_share: float = 0.0
 
     @property
     def error_pct(self) -> float:
@@ -169,6 +172,11 @@ class ScoredRow:
     @property
     def long_context(self) -> bool:
         return is_long_context(self.posed.seq_len)
+
+    @property
+    def attention_bound(self) -> bool:
+        """In the attention-bound interval regime (plan/train/interval.py)."""
+        return is_attention_bound(self.attention_share)
 
     def step_ratio(self, generic: bool = False) -> float:
         """Measured / predicted step time, out of sample (metrics are per unit time)."""
@@ -198,6 +206,7 @@ class ScoredRow:
             "memory_per_gpu_gib": self.memory_gib,
             "device_memory_gib": self.device_gib,
             "fits": self.fits,
+            "attention_share": self.attention_share,
             "published_peak_memory_gib": p.peak_memory_gib,
             "memory_error_pct": self.memory_error_pct,
             "command": p.command,
@@ -266,6 +275,11 @@ class TrainingValidation:
             "by_sequence_length": self.grouped(
                 lambda r: "long-context" if r.long_context else "shorter"
             ),
+            # the split the intervals use: the error follows the attention core's share of the
+            # step more closely than the sequence length
+            "by_attention_share": self.grouped(
+                lambda r: "attention-bound" if r.attention_bound else "other"
+            ),
             "fitted_constants": {
                 "sustained_compute_fraction": {
                     "shipped": dict(SUSTAINED_COMPUTE_FRACTION),
@@ -331,6 +345,7 @@ def validate_training(rows: Sequence[dict[str, str]] | None = None) -> TrainingV
                     memory_gib=c.memory_gib,
                     device_gib=c.device_gib,
                     fits=c.fits,
+                    attention_share=c.attention_share,
                 )
             )
     order = {p.id: i for i, p in enumerate(posed)}

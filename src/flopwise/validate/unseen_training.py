@@ -31,14 +31,19 @@ from flopwise.validate.scoring import quantile
 
 Row = dict[str, str]
 
-#: Precision cells posed, and the flags they become (FP8-CS: Transformer Engine's per-tensor
-#: current scaling; FP8-MX: its MXFP8 block scaling).
+#: Precision cells posed, and the flags they become. FP8-CS: Transformer Engine's per-tensor
+#: current scaling; FP8-MX / MXFP8 / "FP8 32x32" (the 25.09 edition's footnote for its
+#: parenthesized Blackwell figures): its MXFP8 block scaling. A bare "FP8" (the 25.09 and 26.x
+#: editions name no recipe) is posed as current scaling, the recipe the 25.11 edition names for
+#: the same models; NVFP4 and DeepSeek-style 128x128 block scaling have no recipe in the planner.
 PRECISION_FLAGS: dict[str, tuple[str, ...]] = {
     "BF16": ("--dtype", "bf16"),
     "FP8-CS": ("--dtype", "fp8", "--fp8-recipe", "current"),
+    "FP8": ("--dtype", "fp8", "--fp8-recipe", "current"),
     "FP8-MX": ("--dtype", "fp8", "--fp8-recipe", "mxfp8"),
+    "MXFP8": ("--dtype", "fp8", "--fp8-recipe", "mxfp8"),
+    "FP8 32x32": ("--dtype", "fp8", "--fp8-recipe", "mxfp8"),
 }
-
 
 #: Fewest MoE rows that size an interval regime of their own.
 MIN_MOE_RESIDUALS = 5
@@ -59,12 +64,14 @@ def pose_argv(r: Row) -> list[str] | str:
     """The `flopwise plan train` arguments for a row, or why it is not posed."""
     if not r["measured_tokens_per_s_per_gpu"].strip() or not r["gbs"].strip():
         return r["notes"] or "throughput or global batch not published"
+    if not r["model"].strip():
+        return f"no catalog model for {r['table_model']}"
     flags = PRECISION_FLAGS.get(r["precision"])
     if flags is None:
         posed = ", ".join(PRECISION_FLAGS)
         return f"precision {r['precision']}: no such recipe in the planner (posed: {posed})"
     if _cell(r, "fsdp"):
-        return "Megatron FSDP (FSDP = 1): the table's sharding is not posed"
+        return f"Megatron FSDP (FSDP = {r['fsdp']}): the table's sharding is not posed"
     gpus, tp, pp, cp = (_cell(r, k) or 1 for k in ("gpus", "tp", "pp", "cp"))
     dp = gpus // (tp * pp * cp)
     if dp * tp * pp * cp != gpus:

@@ -17,11 +17,15 @@ their 10th and 90th percentiles bound an 80% interval. Regimes:
   training-unseen`` hold the only MoE residuals (nothing fitted to them), and their spread is
   the regime's: the 10th-90th percentile of their measured/predicted step, never narrower
   than the dense regime the job would otherwise get;
-- ``/long-context`` (appended): sequences of LONG_CONTEXT_TOKENS and more. The published runs
-  err one way there (the model is optimistic by 10-30% at 32K+ tokens in three framework
-  families), so pooled with shorter rows their interval covered half of them; a long-context
-  job gets the spread of long-context residuals only, and a short one no longer carries their
-  tail.
+- ``/attention-bound`` (appended): jobs whose attention core is ATTENTION_BOUND_SHARE or more
+  of the step's compute (long sequences on small and mid-size models). The published runs err
+  one way there: the out-of-sample error grows with the attention share in three framework
+  families and on two dies (0 at a fifth of the compute, +20-30% when attention is nearly all
+  of it; docs/training-planner.md), so pooled with other rows their interval covered half of
+  them; an attention-bound job gets the spread of attention-bound residuals only, and another
+  job no longer carries their tail. The split used to be by sequence length (32K tokens and
+  more); the attention share is what the error follows (a 1B model at 16K tokens is 60%
+  attention and errs like a long run, a 405B model at 32K is 42% and does not).
 
 The quantiles ship as data (catalog/data/intervals_training.json), written by
 ``python scripts/fit_intervals.py`` from the validation; tests/train/test_intervals.py checks
@@ -39,12 +43,16 @@ from typing import Any
 #: Nominal coverage of the interval.
 INTERVAL_LEVEL = 0.80
 
-#: Sequence length (tokens) from which a job falls in the long-context interval regime. Where
-#: the out-of-sample residuals change: pooled intervals covered 92% of the published rows below
-#: 8K tokens, 85% at 8-16K and 50% at 32K and more (15 of 30 rows, 2026-11-23), where attention
-#: is most of the work for the validated model sizes. A regime boundary, not a constant any
-#: prediction uses: point predictions are the same either side of it.
+#: Sequence length (tokens) from which `validate` reports a run as long-context (its table of
+#: errors by sequence length). Not an interval regime any more: ATTENTION_BOUND_SHARE is.
 LONG_CONTEXT_TOKENS = 32_768
+
+#: Share of the step's compute (recompute included) spent in the attention core from which a
+#: job falls in the attention-bound interval regime: attention is most of the work. A regime
+#: boundary, not a constant any prediction uses: point predictions are the same either side.
+#: The natural boundary, not a tuned one: 0.4 and 0.6 give 83.3% and 82.1% out-of-sample
+#: coverage against 83.3% at 0.5 (2026-11-24; 81.4% with the sequence-length split).
+ATTENTION_BOUND_SHARE = 0.5
 
 
 #: Regime name of mixture-of-experts jobs in intervals_training.json.
@@ -73,16 +81,22 @@ class StepInterval:
         }
 
 
-def regime_name(validated: bool, framework_known: bool, long_context: bool = False) -> str:
+def regime_name(validated: bool, framework_known: bool, attention_bound: bool = False) -> str:
     name = f"{'validated' if validated else 'unvalidated'}-die/" + (
         "profile" if framework_known else "generic"
     )
-    return name + "/long-context" if long_context else name
+    return name + "/attention-bound" if attention_bound else name
 
 
 def is_long_context(seq_len: int) -> bool:
-    """Whether a sequence length falls in the long-context interval regime."""
+    """Whether `validate` reports a sequence length as long-context."""
     return seq_len >= LONG_CONTEXT_TOKENS
+
+
+def is_attention_bound(attention_share: float) -> bool:
+    """Whether a step whose attention core is this share of its compute falls in the
+    attention-bound interval regime."""
+    return attention_share >= ATTENTION_BOUND_SHARE
 
 
 @cache
@@ -97,19 +111,19 @@ def _table() -> dict[str, Any]:
 
 
 def step_interval(
-    validated: bool, framework_known: bool, moe: bool, long_context: bool = False
+    validated: bool, framework_known: bool, moe: bool, attention_bound: bool = False
 ) -> StepInterval | None:
     """The 80% step-time interval for a regime, or None when the shipped table lacks it."""
     table = _table().get("regimes", {})
-    name = regime_name(validated, framework_known, long_context)
+    name = regime_name(validated, framework_known, attention_bound)
     entry = table.get(name)
     notes: list[str] = []
-    if entry is None and long_context:
+    if entry is None and attention_bound:
         name = regime_name(validated, framework_known)
         entry = table.get(name)
         notes.append(
-            "no long-context residuals for this regime: the interval comes from shorter "
-            "sequences, where the model is less optimistic"
+            "no attention-bound residuals for this regime: the interval comes from steps "
+            "where attention is less of the work, where the model is less optimistic"
         )
     if moe:
         dense = entry
@@ -120,8 +134,9 @@ def step_interval(
                 "MoE regime: published MoE pre-training runs no constant was fitted to "
                 f"(validate --only training-unseen, n={int(entry['n'])}) ran "
                 f"{float(entry['lo_observed']):.2f}-{float(entry['hi_observed']):.2f}x the "
-                "planned step; fine-grained experts (many small expert GEMMs, host-synchronised "
-                "token dispatch) are the slow end (docs/training-planner.md)"
+                "planned step; fine-grained experts on Megatron-Core releases up to 26.04 (many "
+                "small expert GEMMs, host-synchronised token dispatch) are the slow end, the "
+                "releases from 26.06 on come within about 20% (docs/training-planner.md)"
             ]
             if dense is not None:  # never narrower than the dense regime the job would get
                 entry = {
@@ -133,10 +148,11 @@ def step_interval(
             entry = dense
     if entry is None:
         return None
-    if long_context and not notes:
+    if attention_bound and not notes:
         notes.append(
-            f"long-context regime: residuals of published runs at {LONG_CONTEXT_TOKENS:,}+ "
-            "tokens, which ran slower than predicted (docs/training-planner.md)"
+            "attention-bound regime: residuals of published runs whose attention core was "
+            f"{ATTENTION_BOUND_SHARE:.0%} or more of the compute, which ran slower than "
+            "predicted (docs/training-planner.md)"
         )
     if moe and name != MOE_REGIME:
         notes.append("no MoE training run is validated: the interval comes from dense runs")

@@ -13,7 +13,7 @@ from flopwise.workload.spec import ModelSpec
 
 from .context import ModelContext
 from .frameworks import constrain
-from .interval import StepInterval, is_long_context, step_interval
+from .interval import StepInterval, is_attention_bound, step_interval
 from .job import TrainJob
 from .layout import (
     Layout,
@@ -105,8 +105,13 @@ class TrainPlan:
             validated,
             self.job.framework != "generic",
             self.model.is_moe,
-            long_context=is_long_context(self.job.seq_len),
+            attention_bound=is_attention_bound(self.attention_share),
         )
+
+    @property
+    def attention_share(self) -> float:
+        """The attention core's share of the best layout's step compute (recompute included)."""
+        return self.best.step.attention_share
 
     def _intervals(self) -> dict[str, Any]:
         """Every time-derived figure as [lo, hi] (None without an interval or the figure)."""
@@ -173,6 +178,7 @@ class TrainPlan:
             "memory_breakdown": mem,
             "step_time_s": self.step_time_s,
             "breakdown": best.step.to_dict(),
+            "attention_share": self.attention_share,
             "tokens_per_s": self.tokens_per_s,
             "tflops_per_gpu": self.tflops_per_gpu,
             "hw_tflops_per_gpu": self.hw_tflops_per_gpu,

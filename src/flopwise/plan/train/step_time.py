@@ -50,7 +50,7 @@ from .fp8_recipes import FP8_BYTES
 from .layout import Layout
 from .memory import _stage_params
 from .recipes import grad_reduce_bytes
-from .xla_memory import policy_recompute_s
+from .xla_memory import policy_recompute_s, policy_recomputes_attention
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +60,7 @@ class LayerCost:
     compute_fwd: float  # GEMMs + attention + elementwise, forward
     compute_bwd: float
     attn_fwd: float  # attention core alone (what selective recompute re-runs)
+    attn_bwd: float
     tp_fwd: float
     tp_bwd: float
     cp_fwd: float  # exposed
@@ -208,6 +209,7 @@ def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) 
         compute_fwd=g_fwd + a_fwd + e_fwd,
         compute_bwd=g_bwd + a_bwd + e_bwd,
         attn_fwd=a_fwd,
+        attn_bwd=a_bwd,
         tp_fwd=tp_f,
         tp_bwd=tp_f,
         cp_fwd=cp_f,
@@ -281,6 +283,15 @@ class StepBreakdown:
     dp_comm: float
     optimizer: float
     other: float
+    #: seconds of the attention core inside `compute` and `recompute` (not added again to the
+    #: step): how attention-bound the step is (interval.py's attention-bound regime)
+    attention: float = 0.0
+
+    @property
+    def attention_share(self) -> float:
+        """The attention core's share of the step's compute (recompute included)."""
+        work = self.compute + self.recompute
+        return self.attention / work if work > 0 else 0.0
 
     @property
     def step_time_s(self) -> float:
@@ -322,16 +333,19 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     per_layer_total = (
         comp_layer + lc.tp_fwd + lc.tp_bwd + lc.cp_fwd + lc.cp_bwd + lc.ep_fwd + lc.ep_bwd
     )
+    rc_attn = 0.0  # attention core re-run in the backward
     if lay.recompute == "full":
         rc_layer = lc.compute_fwd + lc.tp_fwd + lc.ep_fwd + lc.cp_fwd
+        rc_attn = lc.attn_fwd
     elif lay.recompute == "selective":
-        rc_layer = lc.attn_fwd
+        rc_layer = rc_attn = lc.attn_fwd
     elif lay.recompute == "op":
         # the re-run matmuls' share of the layer's forward GEMM time (workload/flops.py)
         share = ctx.recompute_flops_per_token["op"] / (2.0 * max(ctx.counts.layer_matmul_active, 1))
         rc_layer = (lc.compute_fwd - lc.attn_fwd) * share
     elif lay.recompute in POLICIES:  # MaxText's remat policies (xla_memory.py)
         rc_layer = policy_recompute_s(ctx, lay, lc.compute_fwd, lc.attn_fwd)
+        rc_attn = lc.attn_fwd if policy_recomputes_attention(ctx, lay) else 0.0
     else:
         rc_layer = 0.0
     # the slowest stage sets the pace: the first (most layers) or the last (layers + logits)
@@ -382,4 +396,5 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
         dp_comm=dp,
         optimizer=opt,
         other=other,
+        attention=m * n_layers * (lc.attn_fwd + lc.attn_bwd + rc_attn),
     )

@@ -75,9 +75,15 @@ def policy_recompute_s(
     share of the layer's forward GEMM time."""
     if lay.recompute not in POLICIES:
         raise ValueError(f"not a MaxText remat policy: {lay.recompute!r}")
-    m = ctx.model
-    total = ctx.recompute_flops_per_token[lay.recompute]
-    matmul = 2.0 * recompute_matmul_params(m, lay.recompute, ctx.job.remat_tensors)
-    attention = total - matmul > 0.0
+    matmul = 2.0 * recompute_matmul_params(ctx.model, lay.recompute, ctx.job.remat_tensors)
     share = matmul / (2.0 * max(ctx.counts.layer_matmul_active, 1))
+    attention = policy_recomputes_attention(ctx, lay)
     return (compute_fwd - attn_fwd) * share + (attn_fwd if attention else 0.0)
+
+
+def policy_recomputes_attention(ctx: ModelContext, lay: Layout) -> bool:
+    """Whether a MaxText remat policy re-runs the attention core: its recompute FLOPs exceed
+    those of the projections it re-runs."""
+    total = ctx.recompute_flops_per_token[lay.recompute]
+    matmul = 2.0 * recompute_matmul_params(ctx.model, lay.recompute, ctx.job.remat_tensors)
+    return total - matmul > 0.0

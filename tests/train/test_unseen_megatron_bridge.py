@@ -125,3 +125,12 @@ def test_validate_cli_section() -> None:
     assert doc["metric"] == "tokens/s per GPU" and doc["out_of_sample"]["n"] >= 16
     text = run_cli("validate", "--only", "training-unseen")
     assert text.returncode == 0 and "nothing was fitted" in text.stdout
+
+
+def test_layouts_with_ep_above_dp_are_posed_folded(unseen: UnseenTrainingValidation) -> None:
+    folded = [r for r in unseen.rows if "--etp 1" in r.command]
+    assert folded, "Megatron-Bridge's Qwen3-235B EP32 on DP16 x TP2 rows are posed with --etp 1"
+    for r in folded:
+        argv = r.command.split()
+        tp, dp, ep = (int(argv[argv.index(f) + 1]) for f in ("--tp", "--dp", "--ep"))
+        assert dp % ep and (tp * dp) % ep == 0

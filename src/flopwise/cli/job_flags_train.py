@@ -103,6 +103,11 @@ TRAIN_FLAGS: list[JobFlag] = [
             ("dp", "data-parallel degree"),
             ("cp", "context-parallel degree"),
             ("ep", "expert-parallel degree (MoE)"),
+            (
+                "etp",
+                "expert tensor-parallel degree (MoE; default: the TP degree; 1 folds the "
+                "experts across TP ranks too, Megatron-Core's parallel folding)",
+            ),
             ("vpp", "virtual pipeline stages per GPU (interleaved 1F1B)"),
             ("microbatch", "sequences per microbatch"),
         )

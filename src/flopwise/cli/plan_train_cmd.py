@@ -138,6 +138,7 @@ def train_plan_from_args(
         dp=args.dp,
         cp=args.cp,
         ep=args.ep,
+        etp=args.etp,
         vpp=args.vpp,
         microbatch=args.microbatch,
         recompute=args.recompute,

@@ -20,6 +20,7 @@ LAYOUT_KEYS: tuple[str, ...] = (
     "dp",
     "cp",
     "ep",
+    "etp",
     "vpp",
     "microbatch",
     "recompute",

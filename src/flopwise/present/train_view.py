@@ -37,7 +37,9 @@ def _layout_text(lay: dict[str, Any]) -> str:
     sp = " +SP" if lay["sequence_parallel"] else ""
     return (
         f"TP {lay['tp']} x PP {lay['pp']} x DP {lay['dp']} x CP {lay['cp']}"
-        f"{' x EP ' + str(lay['ep']) if lay['ep'] > 1 else ''}{sp}; "
+        f"{' x EP ' + str(lay['ep']) if lay['ep'] > 1 else ''}"
+        f"{' (expert TP ' + str(lay['etp']) + ')' if lay['ep'] > 1 and lay.get('etp', lay['tp']) != lay['tp'] else ''}"
+        f"{sp}; "
         f"microbatch {lay['microbatch']} x {lay['microbatches_per_step']} per step; "
         f"vpp {lay['vpp']}; recompute {lay['recompute']}; ZeRO-{lay['zero']}"
         f"{' HSDP' if lay.get('hsdp') else ''}"

@@ -88,6 +88,10 @@ def pose_argv(r: Row) -> list[str] | str:
     ep = _cell(r, "ep")
     if ep and ep > 1:
         argv += ["--ep", str(ep)]
+        if tp > 1 and dp % ep:
+            # more expert ranks than data-parallel ranks: the experts are folded across the TP
+            # ranks too (Megatron-Core parallel folding, expert TP 1), the only way it runs
+            argv += ["--etp", "1"]
     # the distributed optimizer of the recipes; a published layout is judged against device
     # capacity, as a user pinning it would (headroom is the search's margin for unrun layouts)
     return [*argv, "--zero", "1", "--memory-headroom", "0"]

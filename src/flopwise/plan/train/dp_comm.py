@@ -33,15 +33,15 @@ def dp_exposed_s(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: 
     n = lay.dp * lay.cp
     if n == 1:
         return 0.0
-    key = (lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.zero, lay.hsdp)
+    key = (lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.zero, lay.hsdp, lay.etp)
     cache = ctx.cache("dp")
     hit = cache.get(key)
     if hit is None:
-        p_first, _, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep)
+        p_first, _, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep, lay.expert_tp)
         rb = grad_reduce_bytes(ctx.recipe)
         gb = fsdp_gather_bytes_per_param(ctx)
         shard = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp)
-        n_exp = max(n // lay.ep, 1)
+        n_exp = lay.expert_dp
         # sharded stages move one transformer block per collective (module docstring)
         units = -(-ctx.layers // lay.pp) if lay.zero >= 2 else 1
 

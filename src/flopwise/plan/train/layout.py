@@ -34,6 +34,8 @@ class LayoutConstraints:
     dp: int | None = None
     cp: int | None = None
     ep: int | None = None
+    # expert tensor parallelism (MoE); None: the TP degree (see Layout.etp)
+    etp: int | None = None
     vpp: int | None = None
     microbatch: int | None = None
     recompute: str | None = None
@@ -42,7 +44,7 @@ class LayoutConstraints:
     hsdp: bool | None = None  # ZeRO-3 inside a node, replicated across nodes
 
     def __post_init__(self) -> None:
-        for name in ("tp", "pp", "dp", "cp", "ep", "vpp", "microbatch"):
+        for name in ("tp", "pp", "dp", "cp", "ep", "etp", "vpp", "microbatch"):
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise FlopwiseError(f"--{name} must be at least 1, got {v}")
@@ -79,6 +81,21 @@ class Layout:
     # hybrid sharding (FSDP HYBRID_SHARD, DeepSpeed ZeRO++ hpZ-style): ZeRO-3 over the
     # data-parallel ranks inside one node, plain replication (gradient all-reduce) across nodes
     hsdp: bool = False
+    # expert tensor-parallel degree (Megatron-Core --expert-tensor-parallel-size); 0 = the TP
+    # degree (experts split like the dense layers, expert groups inside DP x CP). Below TP, the
+    # experts are "folded" (Megatron-Core's parallel folding): each expert splits over etp
+    # ranks and the expert-parallel group spans TP x CP x DP, so ep x etp divides tp x cp x dp
+    etp: int = 0
+
+    @property
+    def expert_tp(self) -> int:
+        """Ranks one expert's weights are split over (the TP degree unless folded)."""
+        return self.etp or self.tp
+
+    @property
+    def expert_dp(self) -> int:
+        """Ranks holding the same experts: the expert data-parallel group."""
+        return max(self.tp * self.cp * self.dp // (self.ep * self.expert_tp), 1)
 
     @property
     def model_parallel(self) -> int:
@@ -89,7 +106,9 @@ class Layout:
         return job.global_batch_seqs // (self.dp * self.microbatch)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["etp"] = self.expert_tp
+        return d
 
 
 def zero_shard_gpus(tp: int, dp: int, cp: int, hsdp: bool, domain: int) -> int:
@@ -137,9 +156,9 @@ def layout_problem(model: ModelSpec, job: TrainJob, lay: Layout) -> str | None:
     if model.is_moe:
         if model.experts % lay.ep:
             return f"ep={lay.ep} does not divide {model.experts} experts"
-        if lay.dp % lay.ep:
-            return f"ep={lay.ep} does not divide dp={lay.dp} (experts are sharded inside DP)"
-    elif lay.ep != 1:
+        if p := _etp_problem(lay.tp, lay.cp, lay.dp, lay.ep, lay.expert_tp):
+            return p
+    elif lay.ep != 1 or lay.etp not in (0, lay.tp):
         return f"ep={lay.ep} needs a mixture-of-experts model; {model.name} is dense"
     if job.global_batch_seqs % lay.dp:
         return f"dp={lay.dp} does not divide the global batch of {job.global_batch_seqs} sequences"
@@ -169,6 +188,23 @@ def layout_problem(model: ModelSpec, job: TrainJob, lay: Layout) -> str | None:
         return f"hsdp shards like ZeRO-3 inside each node; it needs zero=3, got zero={lay.zero}"
     if lay.recompute not in RECOMPUTE_MODES:
         return f"recompute {lay.recompute!r} is not one of {', '.join(RECOMPUTE_MODES)}"
+    return None
+
+
+def _etp_problem(tp: int, cp: int, dp: int, ep: int, etp: int) -> str | None:
+    """Why experts cannot be laid out with these degrees (None if they can)."""
+    if tp % etp:
+        return f"etp={etp} does not divide tp={tp}"
+    if etp == tp:
+        if dp % ep:
+            fold = "; --etp 1 folds them across TP ranks too" if tp > 1 else ""
+            return f"ep={ep} does not divide dp={dp} (experts are sharded inside DP{fold})"
+        return None
+    if (tp * cp * dp) % (ep * etp):
+        return (
+            f"ep x etp = {ep * etp} does not divide tp x cp x dp = {tp * cp * dp} (folded "
+            "experts span the TP, CP and DP ranks)"
+        )
     return None
 
 
@@ -202,10 +238,14 @@ def enumerate_layouts(
                 if job.global_batch_seqs % dp:
                     continue
                 eps = [1]
+                etp = cons.etp or tp
                 if model.is_moe:
-                    eps = [e for e in divisors(dp) if model.experts % e == 0]
+                    pool = dp if etp == tp else tp * cp * dp // etp if tp % etp == 0 else 0
+                    eps = [e for e in divisors(pool) if model.experts % e == 0] if pool else []
                 for ep in _pick(cons.ep, eps):
-                    if model.is_moe and (dp % ep or model.experts % ep):
+                    if model.is_moe and (
+                        model.experts % ep or _etp_problem(tp, cp, dp, ep, etp) is not None
+                    ):
                         continue
                     if not model.is_moe and ep != 1:
                         continue
@@ -234,6 +274,10 @@ def explain_constraints(model: ModelSpec, job: TrainJob, cons: LayoutConstraints
         return f"pp={cons.pp} exceeds the {model.layers} layers"
     if cons.ep is not None and cons.ep > 1 and not model.is_moe:
         return f"ep={cons.ep} needs a mixture-of-experts model; {model.name} is dense"
+    if cons.etp is not None and not model.is_moe:
+        return f"etp={cons.etp} needs a mixture-of-experts model; {model.name} is dense"
+    if cons.etp is not None and cons.tp is not None and cons.tp % cons.etp:
+        return f"etp={cons.etp} does not divide tp={cons.tp}"
     if cons.ep is not None and model.is_moe and model.experts % cons.ep:
         return f"ep={cons.ep} does not divide {model.experts} experts"
     if cons.dp is not None and job.global_batch_seqs % cons.dp:

@@ -80,8 +80,12 @@ class StateBytes:
         return sum(self.first if which == "first" else self.last)
 
 
-def _stage_params(ctx: ModelContext, tp: int, pp: int, ep: int) -> tuple[float, float, float]:
-    """(non-expert params on the first stage, on the last stage, expert params per stage)."""
+def _stage_params(
+    ctx: ModelContext, tp: int, pp: int, ep: int, etp: int | None = None
+) -> tuple[float, float, float]:
+    """(non-expert params on the first stage, on the last stage, expert params per stage);
+    experts split over `etp` ranks (default: the TP degree)."""
+    etp = etp or tp
     m, c = ctx.model, ctx.counts
     layers_first = -(-m.layers // pp)
     layers_last = m.layers // pp if pp > 1 else m.layers
@@ -93,22 +97,28 @@ def _stage_params(ctx: ModelContext, tp: int, pp: int, ep: int) -> tuple[float, 
     head = c.lm_head if c.lm_head else (vocab_rows if pp > 1 else 0)  # tied: copy on last stage
     if pp == 1:
         first = layers_first * per_layer_shared + emb + head
-        return first / tp, first / tp, layers_first * per_layer_expert / tp
+        return first / tp, first / tp, layers_first * per_layer_expert / etp
     first = layers_first * per_layer_shared + emb
     last = layers_last * per_layer_shared + head
-    return first / tp, last / tp, layers_first * per_layer_expert / tp
+    return first / tp, last / tp, layers_first * per_layer_expert / etp
+
+
+def expert_shard_group(lay: Layout, shard: int) -> int:
+    """Ranks ZeRO shards the expert states over: the expert data-parallel group, inside the
+    dense states' shard group scaled by the TP ranks the experts are folded across."""
+    return max(min(shard * (lay.tp // lay.expert_tp), lay.expert_dp), 1)
 
 
 def state_bytes(ctx: ModelContext, lay: Layout) -> StateBytes:
-    key = (lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.zero, lay.hsdp)
+    key = (lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.zero, lay.hsdp, lay.etp)
     cache = ctx.cache("state")
     hit = cache.get(key)
     if hit is not None:
         return hit  # type: ignore[return-value]
     r = ctx.recipe
-    p_first, p_last, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep)
+    p_first, p_last, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep, lay.expert_tp)
     n = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp)
-    n_exp = max(min(n, lay.dp * lay.cp // lay.ep), 1)
+    n_exp = expert_shard_group(lay, n)
     z = lay.zero
 
     layer_p = (p_first + p_exp) / max(-(-ctx.layers // lay.pp), 1)
@@ -276,7 +286,19 @@ class MemoryBreakdown:
 def _rank_state(
     ctx: ModelContext, lay: Layout, layers_r: int, first: bool, last: bool
 ) -> tuple[float, float, float, float, float]:
-    key = (lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.zero, lay.hsdp, layers_r, first, last)
+    key = (
+        lay.tp,
+        lay.pp,
+        lay.dp,
+        lay.cp,
+        lay.ep,
+        lay.zero,
+        lay.hsdp,
+        lay.etp,
+        layers_r,
+        first,
+        last,
+    )
     cache = ctx.cache("rank_state")
     hit = cache.get(key)
     if hit is not None:
@@ -289,11 +311,11 @@ def _rank_state(
         p += c.embedding
     if last:
         p += c.lm_head if c.lm_head else (c.output_projection if lay.pp > 1 else 0)
-    p_exp = layers_r * frac_moe * ctx.moe_expert_params / lay.ep / lay.tp
+    p_exp = layers_r * frac_moe * ctx.moe_expert_params / lay.ep / lay.expert_tp
     p /= lay.tp
     n = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp)
-    n_exp = max(min(n, lay.dp * lay.cp // lay.ep), 1)
-    layer_p = (per_layer + frac_moe * ctx.moe_expert_params / lay.ep) / lay.tp
+    n_exp = expert_shard_group(lay, n)
+    layer_p = per_layer / lay.tp + frac_moe * ctx.moe_expert_params / lay.ep / lay.expert_tp
     res = _state(ctx.recipe, lay.zero, p, p_exp, n, n_exp, layer_p, _gathered_layers(ctx))
     cache[key] = res
     return res

@@ -339,11 +339,17 @@ def _fixed_layout(cons: LayoutConstraints) -> Layout:
         zero=(3 if cons.hsdp else 1) if cons.zero is None else cons.zero,
         sequence_parallel=bool(cons.sequence_parallel),
         hsdp=bool(cons.hsdp),
+        etp=0 if cons.etp in (None, cons.tp or 1) else cons.etp,
     )
 
 
 def _no_layout_reason(model: ModelSpec, job: TrainJob, cons: LayoutConstraints) -> str:
     given = ", ".join(f"{k}={v}" for k, v in cons.given().items()) or "no constraints"
+    if all(getattr(cons, k) is not None for k in ("tp", "pp", "dp", "cp")):
+        # every degree given: name the constraint that layout breaks
+        problem = layout_problem(model, job, _fixed_layout(cons))
+        if problem is not None:
+            return f"no valid layout of {model.name} on {job.gpus} GPUs with {given}: {problem}"
     return (
         f"no valid layout of {model.name} on {job.gpus} GPUs with {given}: the degrees must "
         f"multiply to the GPU count, TP must divide {model.heads} heads, DP must divide the "

@@ -103,7 +103,8 @@ def search(
         if n_children == 0:
             continue
         for z, hs in variants:
-            base = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, zero=z, hsdp=hs)
+            etp = 0 if cons.etp in (None, tp) else cons.etp
+            base = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, zero=z, hsdp=hs, etp=etp)
             st = state_bytes(ctx, base)
             floor_bytes = min(st.total("first"), st.total("last")) + FRAMEWORK_FIXED_BYTES
             if cap is not None and floor_bytes > cap and not stop_at_first:
@@ -131,6 +132,7 @@ def search(
                                 zero=z,
                                 sequence_parallel=sp,
                                 hsdp=hs,
+                                etp=etp,
                             )
                             out.evaluated += 1
                             mem = memory_breakdown(ctx, lay, m)
@@ -171,6 +173,7 @@ def search(
             zero=b.zero,
             sequence_parallel=sp,
             hsdp=b.hsdp,
+            etp=b.etp,
         )
         m = job.global_batch_seqs // (b.dp * mb)
         out.leanest = Candidate(lay, m, step_breakdown(ctx, lay, m), memory_breakdown(ctx, lay, m))

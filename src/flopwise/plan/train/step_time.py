@@ -48,7 +48,7 @@ from .dp_comm import dp_exposed_s, tied_embedding_s
 from .fp8 import layer_cast_cost
 from .fp8_recipes import FP8_BYTES
 from .layout import Layout
-from .memory import _stage_params
+from .memory import _stage_params, expert_shard_group
 from .recipes import grad_reduce_bytes
 from .xla_memory import policy_recompute_s, policy_recomputes_attention
 
@@ -94,8 +94,11 @@ def _gemm(
     return fwd, bwd
 
 
-def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) -> LayerCost:
-    key = (tp, cp, mb, sp, ep)
+def layer_cost(
+    ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int, etp: int | None = None
+) -> LayerCost:
+    etp = etp or tp
+    key = (tp, cp, mb, sp, ep, etp)
     cache = ctx.cache("layer")
     hit = cache.get(key)
     if hit is not None:
@@ -132,11 +135,13 @@ def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) 
     moe_mlp: list[tuple[float, float]] = []
     if m.is_moe:
         local = m.experts // ep
-        rows = t * m.experts_per_token * ep / m.experts  # tokens per local expert (balanced)
+        # tokens per local expert (balanced); folded below TP, each of the tp / etp ranks that
+        # shared a token's expert under TP dispatches its own sequence-parallel share instead
+        rows = t * m.experts_per_token * ep / m.experts / (tp // etp)
         moe_mlp = [
             _gemm(ctx, t, m.experts, h),
-            _gemm(ctx, rows, mult * m.expert_ffn / tp, h, local),
-            _gemm(ctx, rows, h, m.expert_ffn / tp, local),
+            _gemm(ctx, rows, mult * m.expert_ffn / etp, h, local),
+            _gemm(ctx, rows, h, m.expert_ffn / etp, local),
         ]
         if m.shared_experts:
             sf = m.shared_experts * m.shared_expert_ffn
@@ -199,8 +204,11 @@ def layer_cost(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool, ep: int) 
     # expert parallel: dispatch and combine all-to-alls each way
     ep_f = 0.0
     if m.is_moe and ep > 1:
-        tier = ctx.tier(ep, tp * cp * ep)
-        size = t * m.experts_per_token * h * ACT_BYTES / (tp if sp else 1)
+        # ranks stride tp x cp inside DP; folded below TP, the expert group is ep x etp
+        # consecutive ranks (rank order tp-cp-dp)
+        tier = ctx.tier(ep, tp * cp * ep if etp == tp else ep * etp)
+        # tokens leave from the sequence-parallel shard (always, when folded below TP)
+        size = t * m.experts_per_token * h * ACT_BYTES / (tp if sp or etp < tp else 1)
         ep_f = frac_moe * 2.0 * collective_time_s("all_to_all", size, ep, tier)
         if ctx.job.ep_overlap():
             # dispatch/combine of one microbatch run under another's compute (DualPipe)
@@ -325,7 +333,9 @@ class StepBreakdown:
 
 def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBreakdown:
     m = microbatches
-    lc = layer_cost(ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel, lay.ep)
+    lc = layer_cost(
+        ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel, lay.ep, lay.expert_tp
+    )
     logits = logits_time_s(ctx, lay.tp, lay.cp, lay.microbatch)
     layers_first = -(-ctx.layers // lay.pp)
     layers_last = ctx.layers // lay.pp if lay.pp > 1 else ctx.layers
@@ -375,9 +385,9 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     mb_fwd = n_layers * lc.compute_fwd
     mb_bwd = n_layers * lc.compute_bwd
     dp = dp_exposed_s(ctx, lay, m, mb_fwd, mb_bwd + n_layers * rc_layer)
-    p_first, _, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep)
+    p_first, _, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep, lay.expert_tp)
     shard = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp) if lay.zero >= 1 else 1
-    shard_e = max(min(shard, lay.dp * lay.cp // lay.ep), 1) if lay.zero >= 1 else 1
+    shard_e = expert_shard_group(lay, shard) if lay.zero >= 1 else 1
     updated = p_first / shard + p_exp / shard_e
     opt = updated * (ctx.recipe.total + ADAM_EXTRA_WRITE_BYTES) / ctx.bw_bytes_s
     # ZeRO-2/3: every microbatch's unsharded gradients are flattened, cast and divided in HBM

@@ -146,7 +146,7 @@ def test_plan_keys_stay_stable() -> None:
     "cons",
     [
         LayoutConstraints(microbatch=7),
-        LayoutConstraints(vpp=7, pp=4),
+        LayoutConstraints(vpp=21, pp=4),  # more virtual stages than the 20 layers per stage
         LayoutConstraints(vpp=2, pp=1),
         LayoutConstraints(tp=8, cp=16, pp=1),
     ],
@@ -160,3 +160,21 @@ def test_unsatisfiable_free_flags_give_a_one_line_error(cons: LayoutConstraints)
             cons,
         )
     assert "\n" not in str(err.value)
+
+
+def test_an_interleaved_depth_that_does_not_divide_the_stage_runs_padded() -> None:
+    # DeepSeek-V3's 61 layers over pp=2 at vpp=4 (Megatron-Bridge's GB300 layout, placed by
+    # --pipeline-model-parallel-layout): the busiest stage runs 4 virtual stages of 8 layers
+    from flopwise.plan.train.layout import stage_layers
+
+    assert stage_layers(61, 2, 4) == 32
+    assert stage_layers(61, 2, 1) == 31
+    assert stage_layers(80, 4, 5) == 20  # dividing depths are unchanged
+    job = TrainJob(gpus=64, seq_len=4096, global_batch_seqs=256)
+    model, hw = load_model("llama-3.1-70b"), hardware_from_catalog("h100-sxm")
+    fixed = dict(tp=8, pp=4, dp=2, cp=1, microbatch=1, recompute="full", zero=1)
+    even = plan_training(model, hw, job, LayoutConstraints(vpp=5, **fixed))  # type: ignore[arg-type]
+    padded = plan_training(model, hw, job, LayoutConstraints(vpp=7, **fixed))  # type: ignore[arg-type]
+    assert padded.best.layout.vpp == 7
+    # 7 virtual stages of 3 layers = 21 on the busiest stage against 20: slower, not refused
+    assert padded.step_time_s > even.step_time_s

@@ -172,9 +172,9 @@ def layout_problem(model: ModelSpec, job: TrainJob, lay: Layout) -> str | None:
         if lay.pp == 1:
             return f"vpp={lay.vpp} needs pipeline parallelism (pp > 1)"
         per_stage = -(-model.layers // lay.pp)
-        if per_stage % lay.vpp:
+        if lay.vpp > per_stage:
             return (
-                f"vpp={lay.vpp} does not divide the {per_stage} layers of a pipeline stage "
+                f"vpp={lay.vpp} exceeds the {per_stage} layers of a pipeline stage "
                 f"({model.layers} layers over pp={lay.pp})"
             )
         if lay.microbatches(job) % lay.pp:
@@ -259,7 +259,19 @@ def vpp_options(model: ModelSpec, pp: int, given: int | None) -> list[int]:
     opts = [1] if pp == 1 else divisors(-(-model.layers // pp))
     if given is None:
         return opts
-    return [given] if given in opts else []
+    # a given depth that does not divide the stage runs with padded virtual stages
+    # (stage_layers), as Megatron-Core's --pipeline-model-parallel-layout places the rest
+    if given in opts or (pp > 1 and given <= -(-model.layers // pp)):
+        return [given]
+    return []
+
+
+def stage_layers(layers: int, pp: int, vpp: int) -> int:
+    """Transformer layers the busiest pipeline stage runs: ceil(layers / pp), and with an
+    interleaved schedule whose depth does not divide that, vpp virtual stages of
+    ceil(per stage / vpp) each (61 layers over pp=2, vpp=4: 4 x 8 = 32, not 31)."""
+    per_stage = -(-layers // pp)
+    return per_stage if vpp <= 1 else vpp * -(-per_stage // vpp)
 
 
 def explain_constraints(model: ModelSpec, job: TrainJob, cons: LayoutConstraints) -> str | None:
@@ -294,9 +306,9 @@ def explain_constraints(model: ModelSpec, job: TrainJob, cons: LayoutConstraints
         if cons.pp == 1:
             return f"vpp={cons.vpp} needs pipeline parallelism (pp > 1)"
         per_stage = -(-model.layers // cons.pp)
-        if per_stage % cons.vpp:
+        if cons.vpp > per_stage:
             return (
-                f"vpp={cons.vpp} does not divide the {per_stage} layers of a pipeline stage "
+                f"vpp={cons.vpp} exceeds the {per_stage} layers of a pipeline stage "
                 f"({model.layers} layers over pp={cons.pp})"
             )
     if cons.sequence_parallel and cons.tp == 1:

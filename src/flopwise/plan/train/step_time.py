@@ -47,7 +47,7 @@ from .context import ModelContext
 from .dp_comm import dp_exposed_s, tied_embedding_s
 from .fp8 import layer_cast_cost
 from .fp8_recipes import FP8_BYTES
-from .layout import Layout
+from .layout import Layout, stage_layers
 from .memory import _stage_params, expert_shard_group
 from .recipes import grad_reduce_bytes
 from .xla_memory import policy_recompute_s, policy_recomputes_attention
@@ -337,7 +337,7 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
         ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel, lay.ep, lay.expert_tp
     )
     logits = logits_time_s(ctx, lay.tp, lay.cp, lay.microbatch)
-    layers_first = -(-ctx.layers // lay.pp)
+    layers_first = stage_layers(ctx.layers, lay.pp, lay.vpp)
     layers_last = ctx.layers // lay.pp if lay.pp > 1 else ctx.layers
     comp_layer = lc.compute_fwd + lc.compute_bwd
     per_layer_total = (

@@ -159,6 +159,46 @@ _TORCHAO_ROOFLINE = (
     "(commit 03c850a, June 2025)"
 )
 
+
+def _te_recipe(
+    *,
+    name: str,
+    summary: str,
+    act_cast_bytes: float,
+    amax_read_bytes: float,
+    amax_fuses_with_producer: bool,
+    act_cast_kernels: int,
+    sources: tuple[str, ...],
+    producer_writes_fp8: bool = False,
+    needs_block_scaled_mma: bool = False,
+) -> Fp8Recipe:
+    """A Transformer Engine recipe: weights quantized once per step (is_first_microbatch
+    caching), FP8 sequence-parallel all-gathers that the userbuffers overlap fuses, 16-bit
+    FSDP gathers, every GEMM at the FP8 rate with an FP8 weight gradient; what differs between
+    TE's recipes is how an activation is quantized."""
+    return Fp8Recipe(
+        name=name,
+        library="transformer-engine",
+        summary=summary,
+        act_cast_bytes=act_cast_bytes,
+        amax_read_bytes=amax_read_bytes,
+        amax_fuses_with_producer=amax_fuses_with_producer,
+        weight_cast_bytes=0.0,
+        act_cast_kernels=act_cast_kernels,
+        weight_cast_kernels=0,
+        fp8_tp_all_gather=True,
+        async_tp_fuses_all_gather=True,
+        fp8_fsdp_all_gather=False,
+        fwd_gemm_fraction=1.0,
+        dgrad_gemm_fraction=1.0,
+        wgrad_dtype="fp8",
+        bwd_output_rescale=False,
+        producer_writes_fp8=producer_writes_fp8,
+        needs_block_scaled_mma=needs_block_scaled_mma,
+        sources=sources,
+    )
+
+
 _RECIPES: tuple[Fp8Recipe, ...] = (
     Fp8Recipe(
         name="tensorwise",
@@ -229,24 +269,14 @@ _RECIPES: tuple[Fp8Recipe, ...] = (
         bwd_output_rescale=False,
         sources=(_TORCHAO_ROOFLINE,),
     ),
-    Fp8Recipe(
+    _te_recipe(
         name="delayed",
-        library="transformer-engine",
         summary="Transformer Engine DelayedScaling: scale from the amax history, one fused "
         "cast-transpose per tensor (Megatron-Core and NeMo default)",
         act_cast_bytes=_B16 + 2 * _B8,
         amax_read_bytes=0.0,
         amax_fuses_with_producer=True,
-        weight_cast_bytes=0.0,  # cast once per step (is_first_microbatch caching)
         act_cast_kernels=1,
-        weight_cast_kernels=0,
-        fp8_tp_all_gather=True,
-        async_tp_fuses_all_gather=True,
-        fp8_fsdp_all_gather=False,
-        fwd_gemm_fraction=1.0,
-        dgrad_gemm_fraction=1.0,
-        wgrad_dtype="fp8",
-        bwd_output_rescale=False,
         producer_writes_fp8=True,
         sources=(
             "NVIDIA TransformerEngine docs, FP8 Delayed Scaling: one tensor read per "
@@ -260,47 +290,27 @@ _RECIPES: tuple[Fp8Recipe, ...] = (
             "the backward takes fp8_transpose of both for the weight gradients",
         ),
     ),
-    Fp8Recipe(
+    _te_recipe(
         name="current",
-        library="transformer-engine",
         summary="Transformer Engine Float8CurrentScaling: an amax pass, then the fused "
         "cast-transpose",
         act_cast_bytes=_B16 + 2 * _B8,
         amax_read_bytes=_B16,
         amax_fuses_with_producer=False,
-        weight_cast_bytes=0.0,
         act_cast_kernels=2,
-        weight_cast_kernels=0,
-        fp8_tp_all_gather=True,
-        async_tp_fuses_all_gather=True,
-        fp8_fsdp_all_gather=False,
-        fwd_gemm_fraction=1.0,
-        dgrad_gemm_fraction=1.0,
-        wgrad_dtype="fp8",
-        bwd_output_rescale=False,
         sources=(
             "NVIDIA TransformerEngine docs, FP8 Current Scaling: the amax of the tensor is "
             "computed before it is quantized (two reads per quantization)",
         ),
     ),
-    Fp8Recipe(
+    _te_recipe(
         name="mxfp8",
-        library="transformer-engine",
         summary="Transformer Engine MXFP8BlockScaling (Blackwell): an E8M0 scale per 32 values "
         "along K, applied by the tensor cores; one kernel writes row- and column-wise copies",
         act_cast_bytes=_B16 + 2 * _B8 + 2 * _B8 / MXFP8_BLOCK,
         amax_read_bytes=0.0,
         amax_fuses_with_producer=True,
-        weight_cast_bytes=0.0,  # quantized once per step, as the other TE recipes
         act_cast_kernels=1,
-        weight_cast_kernels=0,
-        fp8_tp_all_gather=True,
-        async_tp_fuses_all_gather=True,
-        fp8_fsdp_all_gather=False,
-        fwd_gemm_fraction=1.0,
-        dgrad_gemm_fraction=1.0,
-        wgrad_dtype="fp8",
-        bwd_output_rescale=False,
         needs_block_scaled_mma=True,
         sources=(
             "NVIDIA TransformerEngine docs, low_precision_training/mxfp8: E4M3 with an E8M0 "

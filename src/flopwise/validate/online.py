@@ -11,7 +11,6 @@ constant is fitted to these rows; a row whose figure shaped a modelling choice i
 from __future__ import annotations
 
 import csv
-import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
@@ -19,6 +18,7 @@ from typing import Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.validate.common import ValidationRow
+from flopwise.validate.scoring import summarize
 
 METRICS: tuple[str, ...] = ("ttft_ms", "tpot_ms", "output_tokens_per_s")
 
@@ -61,15 +61,7 @@ class OnlineRow:
 
 
 def stats(rows: Iterable[OnlineRow]) -> dict[str, Any]:
-    errs = [r.error_pct for r in rows]
-    if not errs:
-        return {"n": 0, "mape_pct": None, "bias_pct": None, "max_abs_error_pct": None}
-    return {
-        "n": len(errs),
-        "mape_pct": statistics.fmean(abs(e) for e in errs),
-        "bias_pct": statistics.fmean(errs),
-        "max_abs_error_pct": max(abs(e) for e in errs),
-    }
+    return summarize(r.error_pct for r in rows).to_dict()
 
 
 @dataclass(frozen=True, slots=True)

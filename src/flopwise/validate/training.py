@@ -58,18 +58,24 @@ def _parser() -> Any:
     return build_parser()
 
 
+def plan_command(model: str, argv: Sequence[str], compute_fraction: float | None = None) -> Any:
+    """The TrainPlan `flopwise plan train MODEL ARGV...` gives, through the CLI's own parser
+    and planner call (so a validated row is exactly the command a user would type)."""
+    from flopwise.cli.plan_train_cmd import train_plan_from_args
+
+    args = _parser().parse_args(["plan", "train", model, *argv])
+    return train_plan_from_args(args, sustained_compute_fraction=compute_fraction)
+
+
 def predict_posed(
     posed: PosedRow, compute_fraction: float | None = None, generic: bool = False
 ) -> Any:
-    """The TrainPlan the row's command gives (through the CLI parser and planner call);
-    ``generic`` plans it with ``--framework generic`` instead of the source's framework."""
-    from flopwise.cli.plan_train_cmd import train_plan_from_args
-
+    """The TrainPlan the row's command gives; ``generic`` plans it with ``--framework
+    generic`` instead of the source's framework."""
     argv = list(posed.argv)
     if generic:
         argv[argv.index("--framework") + 1] = "generic"
-    args = _parser().parse_args(["plan", "train", posed.model, *argv])
-    return train_plan_from_args(args, sustained_compute_fraction=compute_fraction)
+    return plan_command(posed.model, argv, compute_fraction)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,8 +18,7 @@ cell) is listed with the reason: the CLI's own one-line error where there is one
 from __future__ import annotations
 
 import csv
-import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -27,7 +26,7 @@ from typing import Any
 from flopwise.errors import FlopwiseError
 from flopwise.plan.train.interval import INTERVAL_LEVEL
 from flopwise.validate.common import SkippedRow, ValidationRow
-from flopwise.validate.scoring import quantile
+from flopwise.validate.scoring import quantile, summarize
 
 Row = dict[str, str]
 
@@ -143,15 +142,9 @@ class UnseenTrainingRow:
 
 def stats(rows: Iterable[UnseenTrainingRow]) -> dict[str, Any]:
     rs = list(rows)
-    errs = [r.error_pct for r in rs]
-    if not errs:
-        return {"n": 0, "mape_pct": None, "bias_pct": None, "max_abs_error_pct": None}
     inside = [r.inside_interval for r in rs if r.inside_interval is not None]
     return {
-        "n": len(errs),
-        "mape_pct": statistics.fmean(abs(e) for e in errs),
-        "bias_pct": statistics.fmean(errs),
-        "max_abs_error_pct": max(abs(e) for e in errs),
+        **summarize(r.error_pct for r in rs).to_dict(),
         "interval_coverage_pct": 100.0 * sum(inside) / len(inside) if inside else None,
     }
 
@@ -228,15 +221,9 @@ class UnseenTrainingValidation:
         }
 
 
-def _plan(model: str, argv: Sequence[str]) -> Any:
-    from flopwise.cli.main import build_parser
-    from flopwise.cli.plan_train_cmd import train_plan_from_args
-
-    args = build_parser().parse_args(["plan", "train", model, *argv])
-    return train_plan_from_args(args)
-
-
 def validate_unseen_training() -> UnseenTrainingValidation:
+    from flopwise.validate.training import plan_command
+
     rows: list[UnseenTrainingRow] = []
     skipped: list[SkippedRow] = []
     for r in load_unseen_training_runs():
@@ -245,7 +232,7 @@ def validate_unseen_training() -> UnseenTrainingValidation:
             skipped.append(SkippedRow(r["id"], argv))
             continue
         try:
-            plan = _plan(r["model"], argv)
+            plan = plan_command(r["model"], argv)
         except FlopwiseError as exc:
             skipped.append(SkippedRow(r["id"], f"the planner refuses it: {exc}"))
             continue

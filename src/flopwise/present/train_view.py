@@ -173,11 +173,12 @@ def show_train_plan(doc: dict[str, Any]) -> None:
     ]
     time_rows.append(("step", f"{step:.4f}", "100%"))
     share = doc.get("attention_share")
+    regime = (doc.get("interval") or {}).get("regime", "")
     caption = (
         None
         if share is None
         else f"attention core: {share:.0%} of compute and recompute"
-        + (" (attention-bound: see the interval's regime)" if share >= 0.5 else "")
+        + (" (attention-bound: see the interval's regime)" if "attention-bound" in regime else "")
     )
     out.print(table("Step time", ["", "s", "share"], time_rows, caption=caption, right=(1, 2)))
     s = doc["search"]

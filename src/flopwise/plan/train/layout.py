@@ -240,8 +240,9 @@ def enumerate_layouts(
                 eps = [1]
                 etp = cons.etp or tp
                 if model.is_moe:
-                    pool = dp if etp == tp else tp * cp * dp // etp if tp % etp == 0 else 0
-                    eps = [e for e in divisors(pool) if model.experts % e == 0] if pool else []
+                    # the ranks an expert group may span (_etp_problem rejects what cannot)
+                    pool = dp if etp == tp else tp * cp * dp // etp
+                    eps = [e for e in divisors(pool) if model.experts % e == 0]
                 for ep in _pick(cons.ep, eps):
                     if model.is_moe and (
                         model.experts % ep or _etp_problem(tp, cp, dp, ep, etp) is not None

@@ -339,7 +339,7 @@ def _fixed_layout(cons: LayoutConstraints) -> Layout:
         zero=(3 if cons.hsdp else 1) if cons.zero is None else cons.zero,
         sequence_parallel=bool(cons.sequence_parallel),
         hsdp=bool(cons.hsdp),
-        etp=0 if cons.etp in (None, cons.tp or 1) else cons.etp,
+        etp=cons.etp or 0,
     )
 
 

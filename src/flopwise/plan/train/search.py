@@ -103,7 +103,7 @@ def search(
         if n_children == 0:
             continue
         for z, hs in variants:
-            etp = 0 if cons.etp in (None, tp) else cons.etp
+            etp = cons.etp or 0  # 0: the TP degree (Layout.expert_tp)
             base = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, zero=z, hsdp=hs, etp=etp)
             st = state_bytes(ctx, base)
             floor_bytes = min(st.total("first"), st.total("last")) + FRAMEWORK_FIXED_BYTES

@@ -74,7 +74,8 @@ FA2_ON_HOPPER_BWD_FRACTION = 0.30
 #: attention, FlashAttention-3's class: Transformer Engine, PyTorch >= 2.11 SDPA); "flash2" is
 #: FlashAttention-2 (PyTorch 2.2-2.10 SDPA's flash backend, flash-attn 2.x). FLOPs are counted
 #: causal (half the square) and the backward as 2.5x the forward, as the planner counts them.
-#: Like every kernel rate, the step multiplies it by the die's sustained compute fraction.
+#: Like every kernel rate, the step multiplies it by the die's sustained compute fraction, and
+#: scales it to the model's head dimension (plan/attention_head_dim.py; measured at 128).
 GH100_ATTENTION: dict[tuple[str, str], tuple[float, float]] = {
     # (kernel, direction): (E_inf, s_half tokens)
     ("flash", "fwd"): (0.627, 350.0),

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from flopwise.hardware import Hardware
+from flopwise.plan.attention_head_dim import head_dim_factor
 from flopwise.plan.efficiency import KERNEL_LAUNCH_S
 from flopwise.plan.gemm import compute_efficiency, shape_correction
 from flopwise.plan.infer.comm import allreduce_s, node_gpus
@@ -38,6 +39,7 @@ from flopwise.plan.roofline import (
 )
 from flopwise.units import TERA
 from flopwise.workload.memory_bytes import DTYPE_BYTES
+from flopwise.workload.spec import ModelSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,13 +136,25 @@ class Rates:
     act_dtype: str = "bf16"  # GEMM input dtype (for the shape model and measured shapes)
 
 
-def make_rates(hw: Hardware, engine: EngineProfile, act_dtype: str, weight_dtype: str) -> Rates:
+def make_rates(
+    hw: Hardware,
+    engine: EngineProfile,
+    act_dtype: str,
+    weight_dtype: str,
+    spec: ModelSpec | None = None,
+) -> Rates:
+    """The deployment's rates; with the model's `spec`, prefill attention at its head dimension
+    (the engine's fraction holds at 128: plan/attention_head_dim.py)."""
     gemm = achievable_matmul_tflops(hw, act_dtype) * TERA
     gemm *= engine.fp8_gemm_fraction if act_dtype in SCALED_GEMM_DTYPES else engine.gemm_fraction
     attn_dtype = "bf16" if ("bf16" in hw.matmul_tflops or "bf16" in hw.peak_tflops) else act_dtype
     attn = achievable_matmul_tflops(hw, attn_dtype) * TERA * engine.prefill_attention_fraction
+    speedup = 1.0
     if act_dtype == "fp8" and engine.fp8_context_attention:
-        attn *= FP8_ATTENTION_SPEEDUP  # FP8 context FMHA (trtllm-bench's FP8 builds)
+        speedup = FP8_ATTENTION_SPEEDUP  # FP8 context FMHA (trtllm-bench's FP8 builds)
+        attn *= speedup
+    if spec is not None:
+        attn *= head_dim_factor(hw.id, spec.head_dim, spec.v_head_dim, "fwd", speedup)
     bw = memory_bw_bytes_per_s(hw)
     return Rates(
         gemm_flops_s=gemm,

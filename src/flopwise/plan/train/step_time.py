@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from flopwise.plan.attention_head_dim import head_dim_factor
 from flopwise.plan.efficiency import (
     ATTENTION_BWD_FLOP_FACTOR,
     ATTENTION_BWD_FRACTION,
@@ -244,6 +245,10 @@ def _attention_core(ctx: ModelContext, t: float, tp: int, mb: int, cp: int) -> t
             f_bwd = gh100_attention_fraction(kernel, "bwd", s)
         elif kernel == "flash2" and ctx.hw.id.startswith(HOPPER_OR_NEWER_PREFIXES):
             f_fwd, f_bwd = FA2_ON_HOPPER_FWD_FRACTION, FA2_ON_HOPPER_BWD_FRACTION
+        # the rates above hold at head dimension 128; the softmax's exponentials weigh more
+        # against smaller heads' matmuls (plan/attention_head_dim.py)
+        f_fwd *= head_dim_factor(ctx.hw.id, m.head_dim, m.v_head_dim, "fwd")
+        f_bwd *= head_dim_factor(ctx.hw.id, m.head_dim, m.v_head_dim, "bwd")
         fwd = flops / (rate * f_fwd)
         bwd = ATTENTION_BWD_FLOP_FACTOR * flops / (rate * f_bwd)
         return fwd, bwd

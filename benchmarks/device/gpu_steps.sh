@@ -23,6 +23,7 @@ $PY benchmarks/device/flush_effect.py | tee "$OUT/r/flush_effect.csv"
 log bench memory
 $PY -m flopwise bench memory --out "$OUT/r/memory.json"
 log attention
+$PY -m flopwise bench attention --out "$OUT/r/bench_attention.json"
 $PY benchmarks/device/attention_sdpa.py "$OUT/r/attention.csv"
 log bench step
 $PY -m flopwise bench step llama-3.1-8b --device cuda --out "$OUT/r/step_8b_4k.json"

@@ -56,6 +56,12 @@ class Hardware:
     #: measured GEMM rates by shape, (dtype, m, n, k, tflops) rows from `flopwise bench matmul`
     #: (origin key "matmul_shape_tflops:<dtype>"); empty when none were measured
     matmul_shape_tflops: tuple[tuple[str, int, int, int, float], ...] = ()
+    #: measured fused causal attention from `flopwise bench attention`: per direction ("fwd",
+    #: "bwd") the fitted (TFLOPS at long sequences, s_half tokens) of rate x s / (s + s_half),
+    #: at head dimension `attention_head_dim` (origin key "attention_tflops_curve"); empty
+    #: when none was measured
+    attention_tflops_curve: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    attention_head_dim: int | None = None
 
     def peak(self, dtype: str) -> float:
         """Dense peak TFLOPS for dtype; a one-line error when the catalog does not know it."""
@@ -102,6 +108,8 @@ class Hardware:
             _, op, gpus = name.split(":")
             row = load_intra_collectives().get(((self.system_id or "").lower(), op, int(gpus)))
             return None if row is None else row.busbw_gbps
+        if name == "attention_tflops_curve":
+            return {k: list(v) for k, v in self.attention_tflops_curve.items()}
         if name.startswith("matmul_shape_tflops:"):
             dtype = name.split(":", 1)[1]
             return sum(1 for row in self.matmul_shape_tflops if row[0] == dtype)  # shapes
@@ -118,6 +126,19 @@ class Hardware:
             origins[f"matmul_shape_tflops:{dtype}"] = Origin("measured", result_id)
         return replace(
             self, matmul_shape_tflops=kept + tuple(rows), origins=MappingProxyType(origins)
+        )
+
+    def with_attention_curve(
+        self, curves: Mapping[str, tuple[float, float]], head_dim: int, result_id: str
+    ) -> Hardware:
+        """Add a measured attention curve (bench attention), replacing any earlier one."""
+        origins = dict(self.origins)
+        origins["attention_tflops_curve"] = Origin("measured", result_id)
+        return replace(
+            self,
+            attention_tflops_curve=MappingProxyType(dict(curves)),
+            attention_head_dim=head_dim,
+            origins=MappingProxyType(origins),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -139,6 +160,8 @@ class Hardware:
             "step_calibration": self.step_calibration,
             "system": self.system_id,
             "matmul_shape_tflops": [list(row) for row in self.matmul_shape_tflops],
+            "attention_tflops_curve": {k: list(v) for k, v in self.attention_tflops_curve.items()},
+            "attention_head_dim": self.attention_head_dim,
             "origins": {k: v.to_dict() for k, v in self.origins.items()},
         }
 

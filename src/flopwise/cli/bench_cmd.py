@@ -1,4 +1,4 @@
-"""`flopwise bench matmul|memory|comms|io`: the group; each benchmark registers itself."""
+"""`flopwise bench matmul|memory|attention|comms|io|step`: the group; each benchmark registers itself."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 BENCH_MODULES: tuple[str, ...] = (
     "flopwise.cli.bench_matmul_cmd",
     "flopwise.cli.bench_memory_cmd",
+    "flopwise.cli.bench_attention_cmd",
     "flopwise.cli.bench_comms_cmd",
     "flopwise.cli.bench_io_cmd",
     "flopwise.cli.bench_step_cmd",
@@ -18,9 +19,9 @@ BENCH_MODULES: tuple[str, ...] = (
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "bench",
-        help="measure what this machine delivers (matmul, memory, comms, io, step)",
-        description="Measure achievable matmul TFLOPS, memory bandwidth, collective bandwidth "
-        "and storage throughput. Results are stored with their provenance (flopwise results).",
+        help="measure what this machine delivers (matmul, memory, attention, comms, io, step)",
+        description="Measure achievable matmul TFLOPS, memory bandwidth, attention TFLOPS by "
+        "sequence length, collective bandwidth and storage throughput. Results are stored with their provenance (flopwise results).",
     )
     bsub = p.add_subparsers(dest="bench_cmd", required=True, metavar="WHAT", parser_class=type(p))
     for name in BENCH_MODULES:

@@ -91,8 +91,10 @@ def head_dim_factor(
     v_head_dim: float | None = None,
     direction: str = "fwd",
     matmul_speedup: float = 1.0,
+    reference_dim: float = REFERENCE_HEAD_DIM,
 ) -> float:
-    """g(d): the kernel's achieved fraction at this head dimension over its fraction at 128.
+    """g(d): the kernel's achieved fraction at this head dimension over its fraction at
+    `reference_dim` (128: the catalog's and the papers' rates; a measured run's own head dim).
 
     ``head_dim``/``v_head_dim`` are the query-key and value head dimensions (MLA: 192 and 128);
     their mean sets the matmul work per score. ``direction`` is "fwd" or "bwd" (the backward
@@ -105,7 +107,11 @@ def head_dim_factor(
     if direction == "bwd":
         beta /= _BWD_MATMUL_FACTOR
     d = 0.5 * (head_dim + (v_head_dim if v_head_dim else head_dim))
-    if beta <= 0.0 or d <= 0.0:
+    if beta <= 0.0 or d <= 0.0 or reference_dim <= 0.0:
         return 1.0
-    x = d / REFERENCE_HEAD_DIM
+    return _g(d / REFERENCE_HEAD_DIM, beta) / _g(reference_dim / REFERENCE_HEAD_DIM, beta)
+
+
+def _g(x: float, beta: float) -> float:
+    """Achieved fraction at head dimension x * 128 over the fraction at 128."""
     return x * (1.0 + beta) / (x + beta)

@@ -247,6 +247,58 @@ def show_memory(doc: dict[str, Any], result_id: int | None = None) -> None:
     _footer(doc, result_id)
 
 
+def _tflops(value: float) -> str:
+    """1 decimal for accelerator-sized rates, 3 significant digits below 10 (CPUs)."""
+    return f"{value:,.1f}" if value >= 10 else f"{value:.3g}"
+
+
+def _curve_text(fit: dict[str, Any] | None, peak: float | None, what: str) -> str:
+    if not fit:
+        return f"{what}: too few lengths to fit"
+    frac = "" if not peak else f", {100 * fit['tflops_inf'] / peak:.0f}% of the dense peak"
+    return (
+        f"{what}: {_tflops(fit['tflops_inf'])} TFLOPS at long sequences{frac}, half of that at "
+        f"{fit['s_half']:,.0f} tokens (fit within {100 * fit['mean_abs_log_error']:.1f}% on "
+        "average)"
+    )
+
+
+def show_attention(doc: dict[str, Any], result_id: int | None = None) -> None:
+    """Per sequence length: forward and backward time and TFLOPS, then the fitted curves."""
+    peak = doc.get("peak_tflops")
+    rows = [
+        (
+            f"{r['seq_len']:,}",
+            r["batch"],
+            f"{r['fwd_ms']:.3f}",
+            _tflops(r["fwd_tflops"]),
+            f"{r['bwd_ms']:.3f}",
+            _tflops(r["bwd_tflops"]),
+        )
+        for r in doc["results"]
+    ]
+    for s, why in doc.get("skipped", {}).items():
+        rows.append((f"{int(s):,}", "", "skipped", why, "", ""))
+    c = console()
+    c.print(
+        table(
+            f"Causal attention on {doc['device']} ({doc['device_name']}), {doc['dtype']}, "
+            f"{doc['heads']} heads x {doc['head_dim']}, {doc['tokens_per_call']:,} tokens per "
+            f"call, SDPA backend {doc['backend']}",
+            ["seq len", "batch", "fwd ms", "fwd TFLOPS", "bwd ms", "bwd TFLOPS"],
+            rows,
+            right=(0, 1, 2, 3, 4, 5),
+        )
+    )
+    c.print(_curve_text(doc.get("fwd_fit"), peak, "forward"))
+    c.print(_curve_text(doc.get("bwd_fit"), peak, "backward"))
+    c.print(
+        "TFLOPS count the causal half of the square, backward 2.5x the forward; "
+        "`flopwise plan train ... --measured latest` uses these curves"
+    )
+    _footer(doc, result_id)
+
+
 def _footer(doc: dict[str, Any], result_id: int | None) -> None:
     c = console()
     if doc.get("status") == "interrupted":

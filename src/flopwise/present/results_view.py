@@ -12,6 +12,11 @@ from flopwise.present.jsonout import emit
 from flopwise.results.store import StoredResult
 
 
+def _rate(tflops: float) -> str:
+    """1 decimal for accelerator-sized rates, 3 significant digits below 10 (CPUs)."""
+    return f"{tflops:,.1f}" if tflops >= 10 else f"{tflops:.3g}"
+
+
 def _headline(r: StoredResult) -> str | None:
     """One readable line for the kinds whose summary keys are known."""
     s = r.summary
@@ -23,6 +28,15 @@ def _headline(r: StoredResult) -> str | None:
         )
     if r.kind == "memory" and isinstance(s.get("triad_gbps"), (int, float)):
         return f"triad {s['triad_gbps']:,.1f} GB/s, copy {s.get('copy_gbps') or 0:,.1f} GB/s"
+    if r.kind == "attention" and isinstance(s.get("fwd_tflops_inf"), (int, float)):
+        bwd = s.get("bwd_tflops_inf")
+        return (
+            f"causal attention {s.get('dtype')} d={s.get('head_dim')}: forward "
+            f"{_rate(s['fwd_tflops_inf'])} TFLOPS (half at {s.get('fwd_s_half') or 0:,.0f} "
+            "tokens)"
+            + (f", backward {_rate(bwd)}" if isinstance(bwd, (int, float)) else "")
+            + f", backend {s.get('backend')}"
+        )
     if r.kind == "step" and isinstance(s.get("tokens_per_s"), (int, float)):
         ratio = s.get("calibration")
         return (

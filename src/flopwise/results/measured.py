@@ -10,6 +10,8 @@ Contract with the benchmarks (the `summary` each stores):
   "ranks_per_node": int, "peak_busbw_gbps_by_op": {op: float}}`` (peak busbw over sizes);
   each op's peak applies to that op only, converted to per GPU
 - step:   ``{"calibration": measured/predicted tokens/s, ...}`` (bench step)
+- attention: ``{"dtype": "bf16", "head_dim": 128, "fwd_tflops_inf": float, "fwd_s_half": float,
+  "bwd_tflops_inf": float, "bwd_s_half": float, ...}`` (bench attention, 16-bit runs only)
 Only complete runs for the same accelerator id are used.
 """
 
@@ -81,6 +83,24 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
             has_catalog = hw.scaleup_bw_uni_gbps if tier == "intra" else hw.inter_bw_per_gpu_gbps
             if fallback and not has_catalog and f"{tier}_busbw_gbps" not in values:
                 values[f"{tier}_busbw_gbps"] = (value, ref)
+    attention = (
+        pinned
+        if pinned is not None and pinned.kind == "attention"
+        else store.latest("attention", hw.id)
+    )
+    curves = (
+        attention_curves(attention.summary, allow_fp32=hw.id == CPU_ID)
+        if attention is not None
+        else None
+    )
+    if attention is not None and curves is not None:
+        found = True
+        hw = hw.with_attention_curve(
+            curves,
+            int(attention.summary.get("head_dim") or 128),
+            f"result {attention.id} ({attention.created_at}, {attention.host}): bench attention "
+            f"{attention.summary.get('dtype')}, SDPA backend {attention.summary.get('backend')}",
+        )
     step = pinned if pinned is not None and pinned.kind == "step" else store.latest("step", hw.id)
     if step is not None and isinstance(step.summary.get("calibration"), (int, float)):
         cal = float(step.summary["calibration"])
@@ -145,6 +165,22 @@ def matmul_by_dtype(
             f"result{'s' if len(used) > 1 else ''} {ids}",
         )
     return out
+
+
+def attention_curves(
+    summary: dict[str, Any], allow_fp32: bool = False
+) -> dict[str, tuple[float, float]] | None:
+    """{"fwd": (TFLOPS at long sequences, s_half), "bwd": ...} of a bench attention run, or None
+    when it holds no forward curve or ran in another dtype than the plan computes attention in:
+    16 bits on accelerators, fp32 also on a CPU (whose plans run in fp32)."""
+    if summary.get("dtype") not in (("bf16", "fp16", "fp32") if allow_fp32 else ("bf16", "fp16")):
+        return None
+    out: dict[str, tuple[float, float]] = {}
+    for d in ("fwd", "bwd"):
+        rate, half = summary.get(f"{d}_tflops_inf"), summary.get(f"{d}_s_half")
+        if isinstance(rate, (int, float)) and rate > 0 and isinstance(half, (int, float)):
+            out[d] = (float(rate), max(0.0, float(half)))
+    return out if "fwd" in out else None
 
 
 def comms_values(summary: dict[str, Any]) -> list[tuple[str, float, bool]]:

@@ -25,12 +25,16 @@ from flopwise.results._sqlite import (
     retry_locked,
 )
 
-KINDS: tuple[str, ...] = ("matmul", "memory", "comms", "io", "step")
+KINDS: tuple[str, ...] = ("matmul", "memory", "comms", "io", "step", "attention")
 STATUSES: tuple[str, ...] = ("complete", "interrupted", "failed")
 
 
 #: The figure `latest` needs in a run's summary for it to count as a measurement of its kind.
-HEADLINE_FIGURE: dict[str, str] = {"matmul": "best_tflops", "memory": "triad_gbps"}
+HEADLINE_FIGURE: dict[str, str] = {
+    "matmul": "best_tflops",
+    "memory": "triad_gbps",
+    "attention": "fwd_tflops_inf",
+}
 #: How many newest runs `latest` looks through for one holding the headline figure.
 LATEST_SCAN_ROWS = 200
 #: SQLite integers are signed 64-bit (sqlite.org/datatype3.html): larger ids cannot exist.

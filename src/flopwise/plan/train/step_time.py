@@ -238,7 +238,16 @@ def _attention_core(ctx: ModelContext, t: float, tp: int, mb: int, cp: int) -> t
         flops = ctx.attn_fwd_flops_per_token_layer * t / tp  # causal: masked blocks skipped
         rate = ctx.peak16_flops * ctx.compute_fraction
         f_fwd, f_bwd = ATTENTION_FWD_FRACTION, ATTENTION_BWD_FRACTION
-        if ctx.hw.id.startswith(GH100_PREFIXES):
+        ref_dim = 128.0
+        curve = ctx.hw.attention_tflops_curve
+        if curve:
+            # measured on this device (bench attention): its SDPA kernel by sequence length,
+            # whichever kernel the profile names (the measurement is what this stack runs)
+            s = ctx.job.seq_len / cp
+            f_fwd = _curve_rate(curve["fwd"], s) / ctx.peak16_flops
+            f_bwd = _curve_rate(curve.get("bwd", curve["fwd"]), s) / ctx.peak16_flops
+            ref_dim = float(ctx.hw.attention_head_dim or 128)
+        elif ctx.hw.id.startswith(GH100_PREFIXES):
             # measured on the die, by sequence length (per context-parallel chunk)
             s = ctx.job.seq_len / cp
             f_fwd = gh100_attention_fraction(kernel, "fwd", s)
@@ -247,8 +256,8 @@ def _attention_core(ctx: ModelContext, t: float, tp: int, mb: int, cp: int) -> t
             f_fwd, f_bwd = FA2_ON_HOPPER_FWD_FRACTION, FA2_ON_HOPPER_BWD_FRACTION
         # the rates above hold at head dimension 128; the softmax's exponentials weigh more
         # against smaller heads' matmuls (plan/attention_head_dim.py)
-        f_fwd *= head_dim_factor(ctx.hw.id, m.head_dim, m.v_head_dim, "fwd")
-        f_bwd *= head_dim_factor(ctx.hw.id, m.head_dim, m.v_head_dim, "bwd")
+        f_fwd *= head_dim_factor(ctx.hw.id, m.head_dim, m.v_head_dim, "fwd", reference_dim=ref_dim)
+        f_bwd *= head_dim_factor(ctx.hw.id, m.head_dim, m.v_head_dim, "bwd", reference_dim=ref_dim)
         fwd = flops / (rate * f_fwd)
         bwd = ATTENTION_BWD_FLOP_FACTOR * flops / (rate * f_bwd)
         return fwd, bwd
@@ -261,6 +270,12 @@ def _attention_core(ctx: ModelContext, t: float, tp: int, mb: int, cp: int) -> t
     fwd = (qk[0] + pv[0]) / ctx.compute_fraction + scores * UNFUSED_SCORE_BYTES_FWD / ctx.bw_bytes_s
     bwd = (qk[1] + pv[1]) / ctx.compute_fraction + scores * UNFUSED_SCORE_BYTES_BWD / ctx.bw_bytes_s
     return fwd, bwd
+
+
+def _curve_rate(curve: tuple[float, float], seq_len: float) -> float:
+    """FLOP/s of a measured attention curve (TFLOPS at long sequences, s_half) at seq_len."""
+    rate_tflops, s_half = curve
+    return rate_tflops * 1e12 * seq_len / (seq_len + s_half)
 
 
 def logits_time_s(ctx: ModelContext, tp: int, cp: int, mb: int) -> float:

@@ -121,6 +121,17 @@ TRAIN_FLAGS: list[JobFlag] = [
         group=_LAYOUT,
     ),
     JobFlag(
+        "recompute-layers",
+        "with --recompute full (implied): fully recompute only N layers of each pipeline "
+        "stage chunk, the others keeping their activations (Megatron --recompute-method block "
+        "--recompute-num-layers N; torchtitan's per-layer AC every k-th layer: layers/k at "
+        "pp 1). Default: every layer; when recompute is searched, as few as fit",
+        kinds=_T,
+        parse=_positive_int,
+        metavar="N",
+        group=_LAYOUT,
+    ),
+    JobFlag(
         "zero",
         "ZeRO stage over DP (x CP)",
         kinds=_T,

@@ -24,6 +24,7 @@ LAYOUT_KEYS: tuple[str, ...] = (
     "vpp",
     "microbatch",
     "recompute",
+    "recompute_layers",
     "zero",
     "sequence_parallel",
     "hsdp",

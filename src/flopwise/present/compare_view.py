@@ -26,7 +26,8 @@ def layout_text(layout: dict[str, Any] | None) -> str:
     if "zero" in layout:
         parts.append(f"zero{layout['zero']}")
     if layout.get("recompute") not in (None, "none"):
-        parts.append(f"rc-{layout['recompute']}")
+        block = f"{layout['recompute_layers']}" if layout.get("recompute_layers") else ""
+        parts.append(f"rc-{layout['recompute']}{block}")
     return " ".join(parts)
 
 

@@ -33,6 +33,11 @@ _TIME_ROWS = (
 )
 
 
+def _block_text(n: int) -> str:
+    """' (2 layers of each stage chunk)' for block recompute, '' for every layer."""
+    return f" ({n} layer{'s' if n > 1 else ''} of each stage chunk)" if n else ""
+
+
 def _layout_text(lay: dict[str, Any]) -> str:
     sp = " +SP" if lay["sequence_parallel"] else ""
     return (
@@ -41,7 +46,9 @@ def _layout_text(lay: dict[str, Any]) -> str:
         f"{' (expert TP ' + str(lay['etp']) + ')' if lay['ep'] > 1 and lay.get('etp', lay['tp']) != lay['tp'] else ''}"
         f"{sp}; "
         f"microbatch {lay['microbatch']} x {lay['microbatches_per_step']} per step; "
-        f"vpp {lay['vpp']}; recompute {lay['recompute']}; ZeRO-{lay['zero']}"
+        f"vpp {lay['vpp']}; recompute {lay['recompute']}"
+        f"{_block_text(lay.get('recompute_layers') or 0)}"
+        f"; ZeRO-{lay['zero']}"
         f"{' HSDP' if lay.get('hsdp') else ''}"
         f"{', state sharded over ' + str(lay['zero_shard_gpus']) + ' GPUs' if lay.get('zero_shard_gpus', 1) > 1 else ''}"
     )

@@ -252,13 +252,20 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
                 note += "; 2 virtual stages per rank (torchtitan default)"
             else:
                 out += ["--vpp", "1"]
-        put("--recompute", rc)
+        if rc == "selective" and "layer" in row.get("recompute", "").lower():
+            # torchtitan's per-layer selective AC (selective_ac_option "2", its default) wraps
+            # every 2nd transformer block in a full checkpoint (apply_ac in
+            # parallelize_llama.py): half the layers of each stage fully recomputed
+            layers = _int(row, "layers") or 0
+            chunk = -(-layers // (pp or 1))
+            out += ["--recompute", "full", "--recompute-layers", str(max(chunk // 2, 1))]
+            note += "; per-layer SAC: every 2nd layer fully recomputed (selective_ac_option 2)"
+        else:
+            put("--recompute", rc)
         if (tp or 1) > 1:
             out += ["--sequence-parallel"]
         if "asynctp" in rid.lower() or "AsyncTP" in notes:
             out += ["--tp-comm-overlap"]
-        if rc == "selective" and "layer" in row.get("recompute", "").lower():
-            note += "; per-layer SAC (every 2nd layer recomputed) read as selective"
         if rid.startswith("tt2506") and "compile" in notes:
             # torchtitan compiles the loss with --training.compile at its June 2025 commits
             # (components/loss.py); at the Dec 2024 one (9dec370) it stayed eager

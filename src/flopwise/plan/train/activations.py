@@ -133,7 +133,9 @@ def layer_acts(ctx: ModelContext, lay: Layout) -> tuple[float, float]:
         kept, working, _host = policy_layer_bytes(ctx, lay, full)
         return kept, working
     if lay.recompute == "full":
-        return layer_input, full
+        # block recompute: the recomputed layers keep their input, the others everything
+        share = lay.recompute_share(ctx.layers)
+        return share * layer_input + (1.0 - share) * full, full
     if lay.recompute == "op":
         # the backward re-runs one layer's recomputed ops at a time: its working set
         return op_checkpoint_bytes(ctx, lay.tp, lay.cp, lay.microbatch, lay.sequence_parallel), full

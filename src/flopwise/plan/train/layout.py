@@ -39,18 +39,29 @@ class LayoutConstraints:
     vpp: int | None = None
     microbatch: int | None = None
     recompute: str | None = None
+    # with recompute "full": fully recompute only this many layers of each pipeline-stage chunk
+    # (Megatron --recompute-method block --recompute-num-layers); None: all of them, or, when
+    # recompute is searched, as few as fit
+    recompute_layers: int | None = None
     zero: int | None = None
     sequence_parallel: bool | None = None
     hsdp: bool | None = None  # ZeRO-3 inside a node, replicated across nodes
 
     def __post_init__(self) -> None:
-        for name in ("tp", "pp", "dp", "cp", "ep", "etp", "vpp", "microbatch"):
+        for name in (
+            "tp", "pp", "dp", "cp", "ep", "etp", "vpp", "microbatch", "recompute_layers"
+        ):  # fmt: skip
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise FlopwiseError(f"--{name} must be at least 1, got {v}")
         if self.recompute is not None and self.recompute not in RECOMPUTE_MODES:
             raise FlopwiseError(
                 f"recompute {self.recompute!r} is not one of {', '.join(RECOMPUTE_MODES)}"
+            )
+        if self.recompute_layers is not None and self.recompute not in (None, "full"):
+            raise FlopwiseError(
+                f"--recompute-layers {self.recompute_layers} recomputes whole layers: it goes "
+                f"with --recompute full, not --recompute {self.recompute}"
             )
         if self.zero is not None and self.zero not in (0, 1, 2, 3):
             raise FlopwiseError(f"--zero must be 0, 1, 2 or 3, got {self.zero}")
@@ -86,6 +97,25 @@ class Layout:
     # experts are "folded" (Megatron-Core's parallel folding): each expert splits over etp
     # ranks and the expert-parallel group spans TP x CP x DP, so ep x etp divides tp x cp x dp
     etp: int = 0
+    # with recompute "full": layers of each pipeline-stage chunk (a stage's share of one
+    # virtual stage) that are fully recomputed, the others keeping all their activations
+    # (Megatron --recompute-method block --recompute-num-layers N; torchtitan's per-layer
+    # selective AC every k-th layer is layers/k of one stage); 0 = every layer
+    recompute_layers: int = 0
+
+    def chunk_layers(self, layers: int) -> int:
+        """Layers of the busiest stage's virtual-stage chunk (padded when vpp does not divide)."""
+        per_stage = -(-layers // self.pp)
+        return -(-per_stage // self.vpp)
+
+    def recompute_share(self, layers: int) -> float:
+        """Share of the layers that "full" recompute re-runs (1 unless recompute_layers < the
+        chunk's layers); 0 for every other recompute mode."""
+        if self.recompute != "full":
+            return 0.0
+        if self.recompute_layers <= 0:
+            return 1.0
+        return min(1.0, self.recompute_layers / self.chunk_layers(layers))
 
     @property
     def expert_tp(self) -> int:
@@ -188,6 +218,15 @@ def layout_problem(model: ModelSpec, job: TrainJob, lay: Layout) -> str | None:
         return f"hsdp shards like ZeRO-3 inside each node; it needs zero=3, got zero={lay.zero}"
     if lay.recompute not in RECOMPUTE_MODES:
         return f"recompute {lay.recompute!r} is not one of {', '.join(RECOMPUTE_MODES)}"
+    if lay.recompute_layers:
+        if lay.recompute != "full":
+            return f"recompute_layers={lay.recompute_layers} needs recompute full"
+        chunk = lay.chunk_layers(model.layers)
+        if lay.recompute_layers > chunk:
+            return (
+                f"recompute_layers={lay.recompute_layers} exceeds the {chunk} layers of a "
+                f"pipeline stage chunk ({model.layers} layers over pp={lay.pp}, vpp={lay.vpp})"
+            )
     return None
 
 

@@ -62,7 +62,10 @@ class TrainPlan:
 
     @property
     def hw_flops_per_step(self) -> float:
-        rc = float(self.ctx_summary["recompute_flops_per_token"][self.best.layout.recompute])
+        lay = self.best.layout
+        rc = float(self.ctx_summary["recompute_flops_per_token"][lay.recompute])
+        if lay.recompute == "full":
+            rc *= lay.recompute_share(self.model.layers)  # block recompute: some layers
         return self.model_flops_per_step + rc * self.job.tokens_per_step
 
     @property
@@ -335,11 +338,12 @@ def _fixed_layout(cons: LayoutConstraints) -> Layout:
         ep=cons.ep or 1,
         vpp=cons.vpp or 1,
         microbatch=cons.microbatch or 1,
-        recompute=cons.recompute or "none",
+        recompute=cons.recompute or ("full" if cons.recompute_layers else "none"),
         zero=(3 if cons.hsdp else 1) if cons.zero is None else cons.zero,
         sequence_parallel=bool(cons.sequence_parallel),
         hsdp=bool(cons.hsdp),
         etp=cons.etp or 0,
+        recompute_layers=cons.recompute_layers or 0,
     )
 
 

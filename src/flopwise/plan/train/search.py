@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .constants import FRAMEWORK_FIXED_BYTES
 from .context import ModelContext
@@ -73,10 +73,13 @@ def search(
         cap = max(cap - ctx.headroom_bytes, 0.0)
     domain = ctx.domain if cons.tp is None else max(ctx.domain, cons.tp)
     rcs = (
-        [cons.recompute]
-        if cons.recompute
+        [cons.recompute or "full"]
+        if cons.recompute or cons.recompute_layers
         else list(job.profile.recompute_modes or SEARCHED_RECOMPUTE_MODES)
     )
+    # recompute searched: a "full" layout that fits also tries recomputing only as many layers
+    # of each stage chunk as memory needs (Megatron's block method)
+    try_blocks = cons.recompute is None and cons.recompute_layers is None
     leanest_bytes = float("inf")
     lean_floor: tuple[float, Layout | None, int, int, bool] = (float("inf"), None, 1, 1, False)
     for tp, cp, pp, dp, ep in enumerate_layouts(model, job, cons, domain):
@@ -133,6 +136,7 @@ def search(
                                 sequence_parallel=sp,
                                 hsdp=hs,
                                 etp=etp,
+                                recompute_layers=cons.recompute_layers or 0,
                             )
                             out.evaluated += 1
                             mem = memory_breakdown(ctx, lay, m)
@@ -144,20 +148,27 @@ def search(
                                         lay, m, step_breakdown(ctx, lay, m), mem
                                     )
                                 continue
-                            out.feasible += 1
-                            out.timed += 1
-                            step = step_breakdown(ctx, lay, m)
-                            cand = Candidate(lay, m, step, mem)
-                            score = step.step_time_s
-                            serial += 1
-                            if len(heap) < top_k:
-                                heapq.heappush(heap, (-score, serial, cand))
-                            elif score < -heap[0][0]:
-                                heapq.heapreplace(heap, (-score, serial, cand))
-                            if stop_at_first:
-                                out.top = [cand]
-                                out.elapsed_s = time.perf_counter() - t0
-                                return out
+                            fitting = [(lay, mem)]
+                            if try_blocks and rc == "full" and cap is not None:
+                                block = fewest_recomputed_layers(ctx, lay, m, cap)
+                                if block is not None:
+                                    out.evaluated += 1
+                                    fitting.append(block)
+                            for lay, mem in fitting:
+                                out.feasible += 1
+                                out.timed += 1
+                                step = step_breakdown(ctx, lay, m)
+                                cand = Candidate(lay, m, step, mem)
+                                score = step.step_time_s
+                                serial += 1
+                                if len(heap) < top_k:
+                                    heapq.heappush(heap, (-score, serial, cand))
+                                elif score < -heap[0][0]:
+                                    heapq.heapreplace(heap, (-score, serial, cand))
+                                if stop_at_first:
+                                    out.top = [cand]
+                                    out.elapsed_s = time.perf_counter() - t0
+                                    return out
     out.top = [c for _, _, c in sorted(heap, key=lambda x: (-x[0], x[1]))]
     _, b, mb, v, sp = lean_floor
     if out.leanest is None and b is not None:
@@ -179,3 +190,26 @@ def search(
         out.leanest = Candidate(lay, m, step_breakdown(ctx, lay, m), memory_breakdown(ctx, lay, m))
     out.elapsed_s = time.perf_counter() - t0
     return out
+
+
+def fewest_recomputed_layers(
+    ctx: ModelContext, lay: Layout, microbatches: int, cap: float
+) -> tuple[Layout, MemoryBreakdown] | None:
+    """The fitting "full" layout `lay` with as few layers of each stage chunk recomputed as
+    memory allows (Megatron --recompute-method block), with its memory; None when every layer
+    must be (or the chunk has one layer). Memory falls as layers are recomputed, so the
+    fewest that fit are found by bisection."""
+    chunk = lay.chunk_layers(ctx.layers)
+    if chunk < 2:
+        return None
+    lo, hi = 1, chunk  # hi: all layers, known to fit
+    best: tuple[Layout, MemoryBreakdown] | None = None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        trial = replace(lay, recompute_layers=mid)
+        mem = memory_breakdown(ctx, trial, microbatches)
+        if mem.total <= cap:
+            hi, best = mid, (trial, mem)
+        else:
+            lo = mid + 1
+    return best

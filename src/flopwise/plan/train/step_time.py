@@ -365,8 +365,9 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     )
     rc_attn = 0.0  # attention core re-run in the backward
     if lay.recompute == "full":
-        rc_layer = lc.compute_fwd + lc.tp_fwd + lc.ep_fwd + lc.cp_fwd
-        rc_attn = lc.attn_fwd
+        share = lay.recompute_share(ctx.layers)  # block recompute: some layers of each chunk
+        rc_layer = share * (lc.compute_fwd + lc.tp_fwd + lc.ep_fwd + lc.cp_fwd)
+        rc_attn = share * lc.attn_fwd
     elif lay.recompute == "selective":
         rc_layer = rc_attn = lc.attn_fwd
     elif lay.recompute == "op":

@@ -134,9 +134,8 @@ def run(args: argparse.Namespace) -> int:
 
     from flopwise.bench.device import resolve_device
     from flopwise.bench.matmul_run import defaults_for, run_matmul
-    from flopwise.bench.provenance import keep_run
+    from flopwise.cli._bench_run import keep_and_show
     from flopwise.cli._signals import exit_code, terminate_as_interrupt
-    from flopwise.errors import FlopwiseError
 
     info = resolve_device(config.device)
     d = defaults_for(info)
@@ -152,13 +151,7 @@ def run(args: argparse.Namespace) -> int:
         bench_view.matmul_progress(config.search, total, budget) as on_shape,
     ):
         result = run_matmul(config, on_shape, info=info)
-    doc, outcome = keep_run("matmul", result, info, args.db, args.out, dumps)
-    if args.json:
-        emit(doc)
-    else:
-        bench_view.show_matmul(doc, outcome.result_id)
-    if outcome.problem is not None:
-        raise FlopwiseError(outcome.problem)
+    keep_and_show("matmul", result, info, args, bench_view.show_matmul)
     if result.status == "failed":
         sys.stderr.write(f"flopwise: error: matmul run failed: {result.stop_reason}\n")
     return exit_code(result.status)

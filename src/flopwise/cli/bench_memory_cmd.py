@@ -44,14 +44,10 @@ def register(bsub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from flopwise.bench.device import parse_device_spec, resolve_device
+    from flopwise.bench.device import parse_device_spec
     from flopwise.bench.memory import MemoryConfig, run_memory
-    from flopwise.bench.provenance import keep_run
-    from flopwise.cli._signals import exit_code, terminate_as_interrupt
-    from flopwise.errors import FlopwiseError
+    from flopwise.cli._bench_run import run_stored
     from flopwise.present import bench_view
-    from flopwise.present.jsonout import dumps, emit
-    from flopwise.results.safe_save import preflight
 
     parse_device_spec(args.device)
     config = MemoryConfig(
@@ -61,15 +57,11 @@ def run(args: argparse.Namespace) -> int:
         iterations=args.iterations,
         warmup=args.warmup,
     )
-    preflight(args.db, args.out)  # an unusable --db or --out fails now, not after measuring
-    info = resolve_device(config.device)
-    with terminate_as_interrupt(), bench_view.rounds_progress("memory") as on_round:
-        result = run_memory(config, on_round, info=info)
-    doc, outcome = keep_run("memory", result, info, args.db, args.out, dumps)
-    if args.json:
-        emit(doc)
-    else:
-        bench_view.show_memory(doc, outcome.result_id)
-    if outcome.problem is not None:
-        raise FlopwiseError(outcome.problem)
-    return exit_code(result.status)
+    return run_stored(
+        "memory",
+        "memory",
+        args,
+        config.device,
+        lambda on_round, info: run_memory(config, on_round, info=info),
+        bench_view.show_memory,
+    )

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from flopwise.catalog.collectives import intra_collective
 from flopwise.collectives import BUSBW_FACTORS
@@ -98,6 +99,10 @@ class Tier:
     def bw_for(self, op: str) -> float:
         """Bus bandwidth of one collective: measured for that op when known, else the tier's."""
         return self.by_op.get(op, self.bw_gbps)
+
+    def with_op(self, op: str, bw_gbps: float) -> Tier:
+        """The tier with one collective's bus bandwidth set."""
+        return replace(self, by_op=MappingProxyType({**self.by_op, op: bw_gbps}))
 
     def scaled(self, factor: float, cap: Tier) -> Tier:
         """The tier with every bandwidth x factor, each capped by the same op's in `cap`."""

@@ -177,10 +177,17 @@ class ModelContext:
         if spans:
             stride = max(extent // group, 1)
             per_node = max(1, min(group, self.gpus_per_node // stride))
-            tier = replace(
-                tier.scaled(per_node, tier_for(self.hw, group, spans_nodes=False)),
-                ranks_per_node=per_node,
-            )
+            inside = tier_for(self.hw, group, spans_nodes=False)
+            scaled = replace(tier.scaled(per_node, inside), ranks_per_node=per_node)
+            if "all_to_all" not in tier.by_op and group > per_node:
+                # an all-to-all has no rings to spread over the node's rails: every rank sends
+                # (n - k)/n of its buffer off the node through its own NIC (PXN hands it to the
+                # rail's NIC), so its bus bandwidth (nccl-tests: algbw x (n-1)/n) is the per-GPU
+                # NIC rate x (n-1)/(n-k), not k x that rate as for the ring collectives. A
+                # measured all-to-all keeps its own figure.
+                a2a = tier.bw_for("all_to_all") * (group - 1) / (group - per_node)
+                scaled = scaled.with_op("all_to_all", min(a2a, inside.bw_for("all_to_all")))
+            tier = scaled
         cache[key] = tier
         return tier
 

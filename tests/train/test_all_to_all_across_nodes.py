@@ -73,3 +73,53 @@ def test_expert_parallelism_across_nodes_costs_what_its_traffic_does() -> None:
     ep8 = plan_training(model, hw, job, LayoutConstraints(**fixed, ep=8))
     assert ep64.best.step.ep_comm > 10 * ep8.best.step.ep_comm
     assert ep64.step_time_s > ep8.step_time_s
+
+
+def test_nodes_a_token_reaches() -> None:
+    from flopwise.plan.train.step_time import expected_nodes_per_token
+
+    v3 = load_model("deepseek-v3")  # 256 experts, top-8, 8 groups, top-4 groups
+    assert (v3.expert_groups, v3.expert_groups_per_token) == (8, 4)
+    # node-limited routing over 8 nodes: the 4 groups' nodes, 8 x (1 - C(7,4)/C(8,4)) = 4
+    assert expected_nodes_per_token(v3, 8) == pytest.approx(4.0)
+    assert expected_nodes_per_token(v3, 1) == 1.0
+    qwen = load_model("qwen3-30b-a3b")  # 128 experts, top-8, no group limit
+    assert qwen.expert_groups == 0
+    # 8 experts among 128 over 8 nodes of 16: 8 x (1 - C(112,8)/C(128,8))
+    import math
+
+    want = 8 * (1 - math.comb(112, 8) / math.comb(128, 8))
+    assert expected_nodes_per_token(qwen, 8) == pytest.approx(want)
+    assert expected_nodes_per_token(qwen, 8) < 8
+
+
+def test_deepep_dispatch_sends_a_token_once_per_remote_node() -> None:
+    """DeepSeek-V3 at EP 64 on eight 8-GPU nodes: a plain all-to-all sends 8 copies of a token,
+    7/8 of them off the node; DeepEP sends it to 4 nodes, 3.5 of them remote: half the network
+    bytes, and the plan's all-to-all time follows."""
+    from dataclasses import replace
+
+    model = load_model("deepseek-v3")
+    hw = replace(hardware_from_catalog("h100-sxm", "dgx-h100"), memory_bytes=None)
+    cons = LayoutConstraints(tp=1, pp=16, ep=64, cp=1, zero=1, microbatch=1, recompute="full")
+    steps = {}
+    for disp in ("alltoall", "deepep"):
+        job = TrainJob(gpus=1024, seq_len=4096, global_batch_seqs=4096, dtype="fp8",
+                       ep_dispatcher=disp)  # fmt: skip
+        steps[disp] = plan_training(model, hw, job, cons).best.step.ep_comm
+    assert steps["deepep"] == pytest.approx(steps["alltoall"] * 3.5 / 7.0, rel=0.10)
+    # inside one node there is nothing to deduplicate
+    inside = LayoutConstraints(tp=1, pp=16, ep=8, cp=1, zero=1, microbatch=1, recompute="full")
+    same = {}
+    for d in ("alltoall", "deepep"):
+        job = TrainJob(gpus=1024, seq_len=4096, global_batch_seqs=4096, dtype="fp8",
+                       ep_dispatcher=d)  # fmt: skip
+        same[d] = plan_training(model, hw, job, inside).best.step.ep_comm
+    assert same["deepep"] == pytest.approx(same["alltoall"], rel=1e-9)
+
+
+def test_unknown_dispatcher_is_a_one_line_error() -> None:
+    from flopwise.errors import FlopwiseError
+
+    with pytest.raises(FlopwiseError, match="ep dispatcher 'nccl' is not one of alltoall, deepep"):
+        TrainJob(gpus=8, seq_len=4096, global_batch_seqs=8, ep_dispatcher="nccl")

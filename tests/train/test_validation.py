@@ -236,6 +236,9 @@ def test_deepseek_v3_gpu_hours_per_trillion_tokens() -> None:
         recipe="fp8-deepseek-v3",
         pp_comm_overlap=True,
         ep_comm_overlap=True,
+        # §3.2.2: each token goes to at most 4 nodes (node-limited routing), crosses IB once
+        # per node and is forwarded over NVLink: the dispatch DeepEP implements
+        ep_dispatcher="deepep",
     )
     cons = LayoutConstraints(tp=1, pp=16, ep=64, cp=1, zero=1, microbatch=1)
     hours = {}

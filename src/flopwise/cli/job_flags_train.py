@@ -202,6 +202,16 @@ TRAIN_FLAGS: list[JobFlag] = [
         )
     ),
     JobFlag(
+        "ep-dispatcher",
+        "how tokens reach experts on other nodes (MoE): alltoall (NCCL all-to-all, "
+        "Megatron-Core's default; every token-expert pair crosses the network) or deepep "
+        "(DeepEP / Megatron-Core flex dispatcher: once per remote node, then over NVLink); "
+        "default alltoall",
+        kinds=_T,
+        choices=("alltoall", "deepep"),
+        group=_FRAMEWORK,
+    ),
+    JobFlag(
         "remat-tensors",
         "MaxText remat_policy=custom: NAME=device|offload|remat,... for decoder_layer_input, "
         "query_proj, key_proj, value_proj, qkv_proj, context, out_proj, mlpwi, mlpwi_0, "

@@ -36,6 +36,7 @@ def framework_job_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "tp_comm_overlap": args.tp_comm_overlap,
         "pp_comm_overlap": args.pp_comm_overlap,
         "ep_comm_overlap": args.ep_comm_overlap,
+        "ep_dispatcher": args.ep_dispatcher or "alltoall",
         "dp_comm_overlap": args.dp_comm_overlap,
         "pp_scatter_gather": args.pp_scatter_gather,
         "remat_tensors": getattr(args, "remat_tensors", None) or (),

@@ -113,7 +113,21 @@ def _deepseek(name: str, cfg: Config) -> dict[str, Any]:
         "dense_layers": dense if experts else (),
         # DeepSeek-V3's router carries a per-expert score-correction bias.
         "router_bias": cfg.get("topk_method") == "noaux_tc",
+        # group-limited routing: V2's group_limited_greedy, V3's noaux_tc (its n_group groups
+        # are the node groups of "node-limited routing", arXiv:2412.19437 §2.1.2)
+        **_expert_groups(r, cfg, experts),
         "extra_layers_excluded": r.int("num_nextn_predict_layers", default=0),
+    }
+
+
+def _expert_groups(r: _Reader, cfg: Config, experts: int) -> dict[str, int]:
+    groups = r.int("n_group", default=0) if experts else 0
+    limited = cfg.get("topk_method") in ("group_limited_greedy", "noaux_tc")
+    if not limited or groups <= 1:
+        return {}
+    return {
+        "expert_groups": groups,
+        "expert_groups_per_token": r.int("topk_group", default=groups),
     }
 
 

@@ -52,6 +52,11 @@ class ModelSpec:
     shared_expert_gate: bool = False  # sigmoid gate on the shared expert (Qwen2-MoE)
     dense_layers: tuple[int, ...] = ()  # indices of layers with a dense MLP in an MoE model
     router_bias: bool = False
+    # group-limited routing (DeepSeek-V2/V3 n_group / topk_group): the routed experts form
+    # `expert_groups` groups and a token's experts come from at most `expert_groups_per_token`
+    # of them; 0 = unrestricted
+    expert_groups: int = 0
+    expert_groups_per_token: int = 0
     expert_bias: bool = False
     # Attention pattern: layers that use a sliding window of `sliding_window` tokens.
     sliding_window: int = 0

@@ -23,6 +23,10 @@ OBJECTIVES: tuple[str, ...] = ("time", "cost")
 ATTENTION_IMPLS: tuple[str, ...] = ("flash", "flash2", "unfused")
 
 
+#: Expert dispatchers (TrainJob.ep_dispatcher).
+EP_DISPATCHERS: tuple[str, ...] = ("alltoall", "deepep")
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrainJob:
     """What to train and on how many GPUs; independent of the parallel layout."""
@@ -53,6 +57,11 @@ class TrainJob:
     # expert-parallel all-to-alls under another microbatch's compute (DeepSeek-V3's DualPipe,
     # arXiv:2412.19437 §3.2.1)
     ep_comm_overlap: bool | None = None
+    # how tokens reach experts on other nodes: "alltoall" (NCCL all-to-all, Megatron-Core's
+    # default dispatcher, torchtitan) sends every (token, expert) pair; "deepep" (DeepSeek's
+    # DeepEP, Megatron-Core's flex dispatcher with DeepEP or HybridEP) sends a token once per
+    # remote node over the network and fans it out over NVLink (arXiv:2412.19437 §3.2.2)
+    ep_dispatcher: str = "alltoall"
     # the data-parallel gradient reduction overlaps the backward pass (PyTorch DDP and FSDP
     # buckets, Megatron-Core overlap_grad_reduce); off: it runs after the last backward
     # (Megatron-LM 2021 --DDP-impl local, DeepSpeed's pipeline engine ReduceGrads)
@@ -106,6 +115,10 @@ class TrainJob:
         if self.price_per_gpu_hour is not None and self.price_per_gpu_hour < 0:
             raise FlopwiseError(
                 f"price per GPU-hour must not be negative: {self.price_per_gpu_hour}"
+            )
+        if self.ep_dispatcher not in EP_DISPATCHERS:
+            raise FlopwiseError(
+                f"ep dispatcher {self.ep_dispatcher!r} is not one of {', '.join(EP_DISPATCHERS)}"
             )
         from flopwise.plan.train.frameworks import get_profile
 

@@ -195,6 +195,7 @@ class TrainPlan:
             "cost_usd": self.cost_usd,
             **self._intervals(),
             "framework": job.profile.to_dict(),
+            "ep_dispatcher": job.ep_dispatcher,
             "objective": job.objective,
             "search": self._search_dict(),
         }

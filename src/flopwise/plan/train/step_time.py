@@ -12,6 +12,7 @@ data-parallel traffic + the optimizer step.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,8 +27,10 @@ from flopwise.plan.efficiency import (
     HOPPER_OR_NEWER_PREFIXES,
     gh100_attention_fraction,
 )
-from flopwise.plan.roofline import collective_time_s, gemm_time_s
+from flopwise.plan.roofline import Tier, collective_time_s, gemm_time_s
+from flopwise.units import GB
 from flopwise.workload.remat import POLICIES
+from flopwise.workload.spec import ModelSpec
 
 from .constants import (
     ACT_BYTES,
@@ -210,7 +213,11 @@ def layer_cost(
         tier = ctx.tier(ep, tp * cp * ep if etp == tp else ep * etp)
         # tokens leave from the sequence-parallel shard (always, when folded below TP)
         size = t * m.experts_per_token * h * ACT_BYTES / (tp if sp or etp < tp else 1)
-        ep_f = frac_moe * 2.0 * collective_time_s("all_to_all", size, ep, tier)
+        if ctx.job.ep_dispatcher == "deepep" and 0 < tier.ranks_per_node < ep:
+            one = node_deduplicated_dispatch_s(ctx, size, ep, tier)
+        else:
+            one = collective_time_s("all_to_all", size, ep, tier)
+        ep_f = frac_moe * 2.0 * one
         if ctx.job.ep_overlap():
             # dispatch/combine of one microbatch run under another's compute (DualPipe)
             ep_f *= OVERLAP_COMPUTE_TAX
@@ -228,6 +235,42 @@ def layer_cost(
     )
     cache[key] = res
     return res
+
+
+def expected_nodes_per_token(model: ModelSpec, nodes: int) -> float:
+    """Distinct nodes a token's routed experts sit on, experts spread evenly over `nodes`:
+    nodes x (1 - P(a node holds none of them)), choosing top-k without replacement; under
+    group-limited routing (DeepSeek's node-limited routing: the expert groups are the nodes'
+    shares) the token's experts come from `expert_groups_per_token` groups, so the same count
+    over groups instead of experts."""
+    if nodes <= 1:
+        return float(nodes)
+    pool, pick = model.experts, model.experts_per_token
+    g, gk = model.expert_groups, model.expert_groups_per_token
+    if g >= nodes and g % nodes == 0 and 0 < gk < g:
+        pool, pick = g, gk
+    pick = min(pick, pool)
+    miss = math.comb(pool - pool // nodes, pick) / math.comb(pool, pick)
+    return nodes * (1.0 - miss)
+
+
+def node_deduplicated_dispatch_s(ctx: ModelContext, size: float, ep: int, tier: Tier) -> float:
+    """One dispatch (or combine) of a node-deduplicating dispatcher (DeepEP; Megatron-Core's
+    flex dispatcher): each token crosses the network once per remote node its experts sit on,
+    through the sending GPU's own NIC, then fans out to the experts' GPUs over NVLink (the two
+    stages pipeline, so the slower sets the time). `size`: the bytes a plain all-to-all would
+    send per rank (every token-expert pair)."""
+    m = ctx.model
+    k = tier.ranks_per_node
+    nodes = ep // k
+    per_copy = size / m.experts_per_token
+    remote = expected_nodes_per_token(m, nodes) * (nodes - 1) / nodes
+    # the tier's all-to-all bus bandwidth is the NIC rate x (n-1)/(n-k) (ModelContext.tier)
+    nic = tier.bw_for("all_to_all") * (ep - k) / (ep - 1) * GB
+    network = per_copy * remote / nic
+    inside = ctx.tier(k, k)
+    fan_out = collective_time_s("all_to_all", size, k, inside)
+    return max(network, fan_out) + tier.alpha_s
 
 
 def _attention_core(ctx: ModelContext, t: float, tp: int, mb: int, cp: int) -> tuple[float, float]:

@@ -239,3 +239,10 @@ def test_cpu_measurements_reach_a_cpu_plan(tmp_path: Path) -> None:
     measured = plan["measured"]["attention_tflops_curve"]
     assert "bench attention fp32" in measured["source"]
     assert plan["breakdown"]["compute_s"] > 0 and 0 < plan["attention_share"] < 1
+    # the text view prints the curve among the measured inputs
+    r = run_cli("plan", "train", str(cfg), "-a", "cpu", "--measured", "latest", "--db", db,
+                "--gpus", "1", "--tokens", "1M", "--seq-len", "512", "--global-batch-seqs", "4",
+                "--dtype", "fp32")  # fmt: skip
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    text = " ".join(r.stdout.replace("│", " ").replace("┃", " ").split())  # unwrap the table
+    assert "attention_tflops_curve fwd" in text and "TFLOPS (half at" in text

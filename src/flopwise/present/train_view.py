@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flopwise.present.assumed_view import assumed_rows
+from flopwise.present.assumed_view import assumed_rows, value_text
 from flopwise.present.console import console, fmt_count, fmt_money, fmt_num, fmt_sci, table
 
 _MEMORY_ROWS = (
@@ -99,7 +99,7 @@ def show_train_plan(doc: dict[str, Any]) -> None:
             + f", recipe {doc['recipe']}",
         ),
         *(
-            [("measured", "; ".join(f"{k} {fmt_num(v['value'])} ({v['source']})" for k, v in m))]
+            [("measured", "; ".join(f"{k} {value_text(v['value'])} ({v['source']})" for k, v in m))]
             if (m := sorted(doc.get("measured", {}).items()))
             else []
         ),

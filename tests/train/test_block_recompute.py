@@ -98,6 +98,9 @@ def test_cli_flag_implies_full_and_errors_in_one_line() -> None:
     assert r.returncode == 0, r.stderr
     lay = json.loads(r.stdout)["layout"]
     assert (lay["recompute"], lay["recompute_layers"]) == ("full", 8)
+    r = run_cli(*common, "--recompute-layers", "8")  # the text view says so
+    text = " ".join(r.stdout.replace("│", " ").split())
+    assert r.returncode == 0 and "recompute full (8 layers of each stage chunk)" in text
     r = run_cli(*common, "--recompute", "selective", "--recompute-layers", "8")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "--recompute-layers 8" in r.stderr and len(r.stderr.strip().splitlines()) == 1

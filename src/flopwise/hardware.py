@@ -160,7 +160,7 @@ class Hardware:
             "step_calibration": self.step_calibration,
             "system": self.system_id,
             "matmul_shape_tflops": [list(row) for row in self.matmul_shape_tflops],
-            "attention_tflops_curve": {k: list(v) for k, v in self.attention_tflops_curve.items()},
+            "attention_tflops_curve": self.value_of("attention_tflops_curve"),
             "attention_head_dim": self.attention_head_dim,
             "origins": {k: v.to_dict() for k, v in self.origins.items()},
         }

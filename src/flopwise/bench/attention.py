@@ -37,7 +37,7 @@ from flopwise.bench.device import (
 )
 from flopwise.bench.timing import IterationTimer
 from flopwise.errors import FlopwiseError
-from flopwise.plan.efficiency import ATTENTION_BWD_FLOP_FACTOR
+from flopwise.plan.efficiency import ATTENTION_BWD_FLOP_FACTOR, rate_at_length
 
 ATTENTION_DTYPES: dict[str, str] = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
@@ -157,7 +157,7 @@ class CurveFit:
     log_error: float
 
     def rate(self, seq_len: float) -> float:
-        return self.rate_inf_tflops * seq_len / (seq_len + self.s_half)
+        return rate_at_length(self.rate_inf_tflops, self.s_half, seq_len)
 
     def to_dict(self) -> dict[str, float]:
         return {
@@ -394,7 +394,5 @@ def _peak_tflops(accelerator: str | None, dtype: str) -> float | None:
     if accelerator is None or accelerator == "cpu":
         return None
     from flopwise.catalog import get_accelerator
-    from flopwise.catalog.accelerators import PEAK_FIELD_BY_DTYPE
 
-    spec_field = PEAK_FIELD_BY_DTYPE.get(dtype)
-    return None if spec_field is None else get_accelerator(accelerator).spec(spec_field)
+    return get_accelerator(accelerator).peak_tflops(dtype)

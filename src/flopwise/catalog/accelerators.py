@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -205,3 +205,13 @@ def get_accelerator(name: str) -> Accelerator:
     if found is None:
         raise unknown("accelerator", name, load_accelerators().keys())
     return load_accelerators()[found]
+
+
+def longest_id_prefix(accelerator_id: str, prefixes: Iterable[str]) -> str:
+    """The longest of `prefixes` that `accelerator_id` starts with ("" when none does): the
+    die or family tables keyed by id prefix ("h100" for h100-sxm, "gb300" before "gb3")."""
+    best = ""
+    for prefix in prefixes:
+        if accelerator_id.startswith(prefix) and len(prefix) > len(best):
+            best = prefix
+    return best

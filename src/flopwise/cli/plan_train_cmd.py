@@ -142,7 +142,7 @@ def train_plan_from_args(
         etp=args.etp,
         vpp=args.vpp,
         microbatch=args.microbatch,
-        recompute=args.recompute or ("full" if args.recompute_layers else None),
+        recompute=args.recompute,
         recompute_layers=args.recompute_layers,
         zero=args.zero,
         sequence_parallel=args.sequence_parallel,

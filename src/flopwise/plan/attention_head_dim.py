@@ -27,6 +27,9 @@ not in the table below get g = 1 (no head-dimension effect priced).
 
 from __future__ import annotations
 
+from flopwise.catalog.accelerators import longest_id_prefix
+from flopwise.plan.efficiency import ATTENTION_BWD_FLOP_FACTOR
+
 #: Head dimension at which the kernel rates in plan/efficiency.py and the engine profiles were
 #: measured or published (FlashAttention-2/3 papers' and benchmarks/device's head_dim 128).
 REFERENCE_HEAD_DIM = 128.0
@@ -66,18 +69,11 @@ EXP_DIE_OF_PREFIX: dict[str, str] = {
     "gb300": "gb110",
 }
 
-#: Matmul FLOPs per score of the backward over the forward's (FlashAttention-2 §4.1; the same
-#: factor as efficiency.ATTENTION_BWD_FLOP_FACTOR), with the same one exponential per score.
-_BWD_MATMUL_FACTOR = 2.5
-
 
 def exp_to_matmul_ratio(accelerator_id: str) -> float:
     """beta: exponential time per score over 16-bit matmul time per score at head dim 128, in
     the forward pass; 0 for dies not in the table (no head-dimension effect)."""
-    best = ""
-    for prefix in EXP_DIE_OF_PREFIX:
-        if accelerator_id.startswith(prefix) and len(prefix) > len(best):
-            best = prefix
+    best = longest_id_prefix(accelerator_id, EXP_DIE_OF_PREFIX)
     if not best:
         return 0.0
     tensor_flops, exps = TENSOR_FLOPS_AND_EXP_PER_SM_CLOCK[EXP_DIE_OF_PREFIX[best]]
@@ -105,7 +101,7 @@ def head_dim_factor(
         raise ValueError(f"direction {direction!r}: expected 'fwd' or 'bwd'")
     beta = exp_to_matmul_ratio(accelerator_id) * matmul_speedup
     if direction == "bwd":
-        beta /= _BWD_MATMUL_FACTOR
+        beta /= ATTENTION_BWD_FLOP_FACTOR  # 2.5x the matmul work, one exponential per score
     d = 0.5 * (head_dim + (v_head_dim if v_head_dim else head_dim))
     if beta <= 0.0 or d <= 0.0 or reference_dim <= 0.0:
         return 1.0

@@ -88,10 +88,17 @@ GH100_ATTENTION: dict[tuple[str, str], tuple[float, float]] = {
 GH100_PREFIXES: tuple[str, ...] = ("h100", "h200", "h800", "gh200")
 
 
+def rate_at_length(rate_inf: float, s_half: float, seq_len: float) -> float:
+    """A fused attention kernel's rate at sequence length `seq_len`: rate_inf x s / (s + s_half),
+    a query block's fixed cost against work in proportion to the keys it reads (the form of
+    GH100_ATTENTION and of `bench attention`'s fitted curves)."""
+    return rate_inf * seq_len / (seq_len + s_half)
+
+
 def gh100_attention_fraction(kernel: str, direction: str, seq_len: float) -> float:
     """Measured fraction of dense bf16 peak of a fused causal attention kernel on GH100."""
     e_inf, s_half = GH100_ATTENTION[(kernel, direction)]
-    return e_inf * seq_len / (seq_len + s_half)
+    return rate_at_length(e_inf, s_half, seq_len)
 
 
 #: Accelerator id prefixes of Hopper-and-newer NVIDIA GPUs, where FA2 kernels fall short.

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from flopwise.present.console import console, fmt_num, table
+from flopwise.present.console import console, fmt_num, fmt_rate, table
 
 #: Rows of the per-shape table in the terminal view (JSON has them all).
 TOP_SHAPES = 10
@@ -247,17 +247,12 @@ def show_memory(doc: dict[str, Any], result_id: int | None = None) -> None:
     _footer(doc, result_id)
 
 
-def _tflops(value: float) -> str:
-    """1 decimal for accelerator-sized rates, 3 significant digits below 10 (CPUs)."""
-    return f"{value:,.1f}" if value >= 10 else f"{value:.3g}"
-
-
 def _curve_text(fit: dict[str, Any] | None, peak: float | None, what: str) -> str:
     if not fit:
         return f"{what}: too few lengths to fit"
     frac = "" if not peak else f", {100 * fit['tflops_inf'] / peak:.0f}% of the dense peak"
     return (
-        f"{what}: {_tflops(fit['tflops_inf'])} TFLOPS at long sequences{frac}, half of that at "
+        f"{what}: {fmt_rate(fit['tflops_inf'])} TFLOPS at long sequences{frac}, half of that at "
         f"{fit['s_half']:,.0f} tokens (fit within {100 * fit['mean_abs_log_error']:.1f}% on "
         "average)"
     )
@@ -271,9 +266,9 @@ def show_attention(doc: dict[str, Any], result_id: int | None = None) -> None:
             f"{r['seq_len']:,}",
             r["batch"],
             f"{r['fwd_ms']:.3f}",
-            _tflops(r["fwd_tflops"]),
+            fmt_rate(r["fwd_tflops"]),
             f"{r['bwd_ms']:.3f}",
-            _tflops(r["bwd_tflops"]),
+            fmt_rate(r["bwd_tflops"]),
         )
         for r in doc["results"]
     ]

@@ -55,6 +55,11 @@ def fmt_num(value: float | str | None, digits: int = 1, unknown: str = "unknown"
     return f"{value:.{digits}f}"
 
 
+def fmt_rate(value: float) -> str:
+    """A rate with 1 decimal at accelerator sizes, 3 significant digits below 10 (CPUs)."""
+    return f"{value:,.1f}" if value >= 10 else f"{value:.3g}"
+
+
 def fmt_count(value: float | None) -> str:
     if value is None:
         return "unknown"

@@ -7,14 +7,9 @@ import json
 import sys
 from collections.abc import Sequence
 
-from flopwise.present.console import console, table
+from flopwise.present.console import console, fmt_rate, table
 from flopwise.present.jsonout import emit
 from flopwise.results.store import StoredResult
-
-
-def _rate(tflops: float) -> str:
-    """1 decimal for accelerator-sized rates, 3 significant digits below 10 (CPUs)."""
-    return f"{tflops:,.1f}" if tflops >= 10 else f"{tflops:.3g}"
 
 
 def _headline(r: StoredResult) -> str | None:
@@ -32,9 +27,9 @@ def _headline(r: StoredResult) -> str | None:
         bwd = s.get("bwd_tflops_inf")
         return (
             f"causal attention {s.get('dtype')} d={s.get('head_dim')}: forward "
-            f"{_rate(s['fwd_tflops_inf'])} TFLOPS (half at {s.get('fwd_s_half') or 0:,.0f} "
+            f"{fmt_rate(s['fwd_tflops_inf'])} TFLOPS (half at {s.get('fwd_s_half') or 0:,.0f} "
             "tokens)"
-            + (f", backward {_rate(bwd)}" if isinstance(bwd, (int, float)) else "")
+            + (f", backward {fmt_rate(bwd)}" if isinstance(bwd, (int, float)) else "")
             + f", backend {s.get('backend')}"
         )
     if r.kind == "step" and isinstance(s.get("tokens_per_s"), (int, float)):

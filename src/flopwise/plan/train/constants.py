@@ -7,6 +7,7 @@ framework's documented behaviour or a published hardware figure, never from a va
 
 from __future__ import annotations
 
+from flopwise.catalog.accelerators import longest_id_prefix
 from flopwise.units import GIB
 
 #: Fixed per-GPU memory a training process holds outside tensors: the CUDA context (~0.5 GiB on
@@ -219,10 +220,7 @@ DIE_OF_PREFIX: dict[str, str] = {
 
 def fraction_group(accelerator_id: str) -> str:
     """The die whose fitted fraction applies to an accelerator id, or "default"."""
-    best = ""
-    for prefix in DIE_OF_PREFIX:
-        if accelerator_id.startswith(prefix) and len(prefix) > len(best):
-            best = prefix
+    best = longest_id_prefix(accelerator_id, DIE_OF_PREFIX)
     return DIE_OF_PREFIX[best] if best else "default"
 
 

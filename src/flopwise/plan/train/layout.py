@@ -58,11 +58,14 @@ class LayoutConstraints:
             raise FlopwiseError(
                 f"recompute {self.recompute!r} is not one of {', '.join(RECOMPUTE_MODES)}"
             )
-        if self.recompute_layers is not None and self.recompute not in (None, "full"):
-            raise FlopwiseError(
-                f"--recompute-layers {self.recompute_layers} recomputes whole layers: it goes "
-                f"with --recompute full, not --recompute {self.recompute}"
-            )
+        if self.recompute_layers is not None:
+            if self.recompute not in (None, "full"):
+                raise FlopwiseError(
+                    f"--recompute-layers {self.recompute_layers} recomputes whole layers: it "
+                    f"goes with --recompute full, not --recompute {self.recompute}"
+                )
+            # recomputing some layers is full recompute of those layers: say so once, here
+            object.__setattr__(self, "recompute", "full")
         if self.zero is not None and self.zero not in (0, 1, 2, 3):
             raise FlopwiseError(f"--zero must be 0, 1, 2 or 3, got {self.zero}")
         if self.hsdp and self.zero is not None and self.zero != 3:

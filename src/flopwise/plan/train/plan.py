@@ -339,7 +339,7 @@ def _fixed_layout(cons: LayoutConstraints) -> Layout:
         ep=cons.ep or 1,
         vpp=cons.vpp or 1,
         microbatch=cons.microbatch or 1,
-        recompute=cons.recompute or ("full" if cons.recompute_layers else "none"),
+        recompute=cons.recompute or "none",
         zero=(3 if cons.hsdp else 1) if cons.zero is None else cons.zero,
         sequence_parallel=bool(cons.sequence_parallel),
         hsdp=bool(cons.hsdp),

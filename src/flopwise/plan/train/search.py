@@ -73,13 +73,13 @@ def search(
         cap = max(cap - ctx.headroom_bytes, 0.0)
     domain = ctx.domain if cons.tp is None else max(ctx.domain, cons.tp)
     rcs = (
-        [cons.recompute or "full"]
-        if cons.recompute or cons.recompute_layers
+        [cons.recompute]
+        if cons.recompute
         else list(job.profile.recompute_modes or SEARCHED_RECOMPUTE_MODES)
     )
     # recompute searched: a "full" layout that fits also tries recomputing only as many layers
     # of each stage chunk as memory needs (Megatron's block method)
-    try_blocks = cons.recompute is None and cons.recompute_layers is None
+    try_blocks = cons.recompute is None
     leanest_bytes = float("inf")
     lean_floor: tuple[float, Layout | None, int, int, bool] = (float("inf"), None, 1, 1, False)
     for tp, cp, pp, dp, ep in enumerate_layouts(model, job, cons, domain):

@@ -26,6 +26,7 @@ from flopwise.plan.efficiency import (
     GH100_PREFIXES,
     HOPPER_OR_NEWER_PREFIXES,
     gh100_attention_fraction,
+    rate_at_length,
 )
 from flopwise.plan.roofline import Tier, collective_time_s, gemm_time_s
 from flopwise.units import GB
@@ -282,17 +283,16 @@ def _attention_core(ctx: ModelContext, t: float, tp: int, mb: int, cp: int) -> t
         rate = ctx.peak16_flops * ctx.compute_fraction
         f_fwd, f_bwd = ATTENTION_FWD_FRACTION, ATTENTION_BWD_FRACTION
         ref_dim = 128.0
+        s = ctx.job.seq_len / cp  # the kernel's sequence: one context-parallel chunk
         curve = ctx.hw.attention_tflops_curve
         if curve:
             # measured on this device (bench attention): its SDPA kernel by sequence length,
             # whichever kernel the profile names (the measurement is what this stack runs)
-            s = ctx.job.seq_len / cp
-            f_fwd = _curve_rate(curve["fwd"], s) / ctx.peak16_flops
-            f_bwd = _curve_rate(curve.get("bwd", curve["fwd"]), s) / ctx.peak16_flops
+            f_fwd = rate_at_length(*curve["fwd"], s) * 1e12 / ctx.peak16_flops
+            f_bwd = rate_at_length(*curve.get("bwd", curve["fwd"]), s) * 1e12 / ctx.peak16_flops
             ref_dim = float(ctx.hw.attention_head_dim or 128)
         elif ctx.hw.id.startswith(GH100_PREFIXES):
-            # measured on the die, by sequence length (per context-parallel chunk)
-            s = ctx.job.seq_len / cp
+            # measured on the die, by sequence length
             f_fwd = gh100_attention_fraction(kernel, "fwd", s)
             f_bwd = gh100_attention_fraction(kernel, "bwd", s)
         elif kernel == "flash2" and ctx.hw.id.startswith(HOPPER_OR_NEWER_PREFIXES):
@@ -313,12 +313,6 @@ def _attention_core(ctx: ModelContext, t: float, tp: int, mb: int, cp: int) -> t
     fwd = (qk[0] + pv[0]) / ctx.compute_fraction + scores * UNFUSED_SCORE_BYTES_FWD / ctx.bw_bytes_s
     bwd = (qk[1] + pv[1]) / ctx.compute_fraction + scores * UNFUSED_SCORE_BYTES_BWD / ctx.bw_bytes_s
     return fwd, bwd
-
-
-def _curve_rate(curve: tuple[float, float], seq_len: float) -> float:
-    """FLOP/s of a measured attention curve (TFLOPS at long sequences, s_half) at seq_len."""
-    rate_tflops, s_half = curve
-    return rate_tflops * 1e12 * seq_len / (seq_len + s_half)
 
 
 def logits_time_s(ctx: ModelContext, tp: int, cp: int, mb: int) -> float:

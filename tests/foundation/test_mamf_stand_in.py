@@ -56,20 +56,50 @@ def test_fp4_borrows_the_fraction_fp8_measures_on_the_same_device() -> None:
 
 def test_fp4_gemms_take_the_scaled_low_precision_fraction() -> None:
     # NVFP4 GEMMs carry block scales and a dequantizing epilogue like FP8's: the engine's
-    # fp8_gemm_fraction applies to both, its 16-bit gemm_fraction to neither
+    # fp8_gemm_fraction applies to both, its 16-bit gemm_fraction to neither; all of them on top
+    # of the share of the ceiling the die sustains (plan/sustained.py), as in training
+    from dataclasses import replace
+
     from flopwise.plan.infer.constants import get_engine
     from flopwise.plan.infer.latency import make_rates
+    from flopwise.plan.sustained import SUSTAINED_COMPUTE_FRACTION_DEFAULT
 
     hw = hardware_from_catalog("b200", None)
-    trt = get_engine("tensorrt-llm")
-    assert trt.fp8_gemm_fraction < trt.gemm_fraction
+    trt = replace(get_engine("tensorrt-llm"), gemm_fraction=0.9, fp8_gemm_fraction=0.7)
+    sustained = SUSTAINED_COMPUTE_FRACTION_DEFAULT  # no fitted fraction for B200's die
     for dtype in ("fp8", "fp4"):
         rates = make_rates(hw, trt, dtype, dtype)
         assert rates.gemm_flops_s == pytest.approx(
-            ceiling_tflops(hw, dtype) * 1e12 * trt.fp8_gemm_fraction
+            ceiling_tflops(hw, dtype) * 1e12 * sustained * 0.7
         )
     bf16 = make_rates(hw, trt, "bf16", "bf16")
-    assert bf16.gemm_flops_s == pytest.approx(ceiling_tflops(hw, "bf16") * 1e12 * trt.gemm_fraction)
+    assert bf16.gemm_flops_s == pytest.approx(ceiling_tflops(hw, "bf16") * 1e12 * sustained * 0.9)
+
+
+def test_serving_gemms_run_at_the_die_s_sustained_fraction() -> None:
+    # the same fitted fraction a training step's GEMMs run at, slowed like training's on a part
+    # capped below its die's reference power (A100 PCIe 300 W against the SXM's 400 W)
+    from flopwise.plan.efficiency import power_clock_factor
+    from flopwise.plan.infer.constants import get_engine
+    from flopwise.plan.infer.latency import make_rates
+    from flopwise.plan.sustained import SUSTAINED_COMPUTE_FRACTION
+
+    trt = get_engine("tensorrt-llm")
+    h100 = hardware_from_catalog("h100-sxm", None)
+    got = make_rates(h100, trt, "bf16", "bf16").gemm_flops_s
+    assert got == pytest.approx(
+        ceiling_tflops(h100, "bf16")
+        * 1e12
+        * SUSTAINED_COMPUTE_FRACTION["gh100"]
+        * trt.gemm_fraction
+    )
+    sxm = hardware_from_catalog("a100-sxm-80gb", None)
+    pcie = hardware_from_catalog("a100-pcie-80gb", None)
+    ratio = (make_rates(pcie, trt, "bf16", "bf16").gemm_flops_s / ceiling_tflops(pcie, "bf16")) / (
+        make_rates(sxm, trt, "bf16", "bf16").gemm_flops_s / ceiling_tflops(sxm, "bf16")
+    )
+    assert ratio == pytest.approx(power_clock_factor(300.0, "ga100"))
+    assert ratio < 1.0
 
 
 def test_tpu_v5p_borrows_v5e_s_measured_xla_matmul_fraction() -> None:

@@ -14,7 +14,9 @@ FP8 weights and KV cache, ``--memory-fraction 0.95`` ("In many cases, we also us
 cache percentage by setting --kv_cache_free_gpu_mem_fraction 0.95"), and the number of
 requests the document lists per ISL/OSL. Measured 2026-11-23 on this code: 60 rows, MAPE 7.6%,
 bias -6.3% (the planner is a little slow on the newer runtime); worst -23.7% (70B on one H200,
-1000/2000), +13.3% (405B on eight H100, 20000/2000).
+1000/2000), +13.3% (405B on eight H100, 20000/2000). Since serving GEMMs run at the die's
+sustained fraction (2026-11-24; FP8 on GH100 0.75 -> 0.73 of MAMF): MAPE 8.6%, bias -7.5%,
+worst -25.4% and +12.1% (the same rows).
 
 Not posed: the B200/GB200 columns (NVFP4 weights on accelerators no serving row validates),
 the RTX 6000 Pro tables (pipeline parallel over PCIe), and the MoE models (Llama 4, Qwen3,

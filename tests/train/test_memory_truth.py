@@ -11,8 +11,8 @@ import pytest
 
 from conftest import run_cli
 from flopwise.hardware import hardware_from_catalog
+from flopwise.plan.sustained import SUSTAINED_COMPUTE_FRACTION_DEFAULT
 from flopwise.plan.train import Layout, LayoutConstraints, TrainJob, plan_training
-from flopwise.plan.train.constants import SUSTAINED_COMPUTE_FRACTION_DEFAULT
 from flopwise.plan.train.context import ModelContext
 from flopwise.plan.train.memory import (
     in_flight_layers,

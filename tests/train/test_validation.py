@@ -65,7 +65,7 @@ def test_out_of_sample_refits_without_the_held_out_family(report) -> None:  # ty
 
 
 def test_shipped_fraction_is_the_fit_over_all_rows(report) -> None:  # type: ignore[no-untyped-def]
-    from flopwise.plan.train.constants import (
+    from flopwise.plan.sustained import (
         SUSTAINED_COMPUTE_FRACTION,
         SUSTAINED_COMPUTE_FRACTION_DEFAULT,
     )

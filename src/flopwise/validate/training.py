@@ -4,7 +4,7 @@ scored out of sample first.
 Each row is posed by validate/train_rows.py as a `flopwise plan train` command and predicted
 through the CLI's own argument parser and planner call, so the in-sample prediction is exactly
 what that command prints. The model has one fitted constant, the sustained compute fraction
-(plan/train/constants.py). Out-of-sample predictions refit it without the row's whole source
+(plan/sustained.py). Out-of-sample predictions refit it without the row's whole source
 family (leave one family out: Megatron-LM 2021, BLOOM, NeMo, llm-foundry, torchtitan,
 MaxText); everything else stays as shipped. The headline is the out-of-sample error.
 
@@ -21,7 +21,7 @@ from functools import cache
 from typing import Any
 
 from flopwise.errors import FlopwiseError
-from flopwise.plan.train.constants import (
+from flopwise.plan.sustained import (
     SUSTAINED_COMPUTE_FRACTION,
     fraction_group,
 )

@@ -37,6 +37,7 @@ from flopwise.plan.roofline import (
     memory_bw_bytes_per_s,
     tier_for,
 )
+from flopwise.plan.sustained import sustained_gemm_fraction
 from flopwise.units import TERA
 from flopwise.workload.memory_bytes import DTYPE_BYTES
 from flopwise.workload.spec import ModelSpec
@@ -145,7 +146,8 @@ def make_rates(
 ) -> Rates:
     """The deployment's rates; with the model's `spec`, prefill attention at its head dimension
     (the engine's fraction holds at 128: plan/attention_head_dim.py)."""
-    gemm = achievable_matmul_tflops(hw, act_dtype) * TERA
+    # GEMMs run at the share of their ceiling the die sustains under load, as in training
+    gemm = achievable_matmul_tflops(hw, act_dtype) * TERA * sustained_gemm_fraction(hw)
     gemm *= engine.fp8_gemm_fraction if act_dtype in SCALED_GEMM_DTYPES else engine.gemm_fraction
     attn_dtype = "bf16" if ("bf16" in hw.matmul_tflops or "bf16" in hw.peak_tflops) else act_dtype
     attn = achievable_matmul_tflops(hw, attn_dtype) * TERA * engine.prefill_attention_fraction

@@ -185,6 +185,8 @@ def plan_inference(
 
         plan = add_speculation(ctx, plan, draft)
     from flopwise.plan.assumptions import hardware_fallbacks
+    from flopwise.plan.sustained import sustained_fraction_fallback, sustained_gemm_fraction
 
     assumed = hardware_fallbacks(hardware, ctx.precision.act)
+    assumed.update(sustained_fraction_fallback(hardware, sustained_gemm_fraction(hardware)))
     return replace(plan, extras={**plan.extras, "assumed": assumed})

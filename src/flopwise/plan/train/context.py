@@ -13,6 +13,7 @@ from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
 from flopwise.plan.efficiency import power_clock_factor
 from flopwise.plan.roofline import Tier, memory_bw_bytes_per_s, tier_for
+from flopwise.plan.sustained import fraction_group, sustained_compute_fraction
 from flopwise.units import GIB
 from flopwise.workload.flops import (
     RECOMPUTE_MODES,
@@ -30,7 +31,7 @@ from flopwise.workload.params import (
 )
 from flopwise.workload.spec import ModelSpec
 
-from .constants import MEMORY_HEADROOM_FRACTION, fraction_group, sustained_compute_fraction
+from .constants import MEMORY_HEADROOM_FRACTION
 from .fp8_recipes import Fp8Recipe, get_fp8_recipe, runs_block_scaled_mma
 from .job import TrainJob
 from .layout import zero_shard_gpus

@@ -74,7 +74,7 @@ class TrainJob:
     # the node type's. Multislice TPU jobs set it to the slice size (DCN between slices)
     scaleup_domain: int | None = None
     # share of the MAMF-based GEMM/attention rate sustained inside a step; None: the calibrated
-    # per-die value (constants.SUSTAINED_COMPUTE_FRACTION)
+    # per-die value (plan/sustained.py SUSTAINED_COMPUTE_FRACTION)
     sustained_compute_fraction: float | None = None
     # memory the layout search leaves free on each GPU, GiB; None: the default policy
     # (constants.MEMORY_HEADROOM_FRACTION of device memory). Fully fixed layouts are judged

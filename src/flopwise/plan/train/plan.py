@@ -101,7 +101,7 @@ class TrainPlan:
     @property
     def interval(self) -> StepInterval | None:
         """80% interval on the step time from out-of-sample validation residuals."""
-        from .constants import SUSTAINED_COMPUTE_FRACTION, fraction_group
+        from flopwise.plan.sustained import SUSTAINED_COMPUTE_FRACTION, fraction_group
 
         validated = fraction_group(self.hardware.id) in SUSTAINED_COMPUTE_FRACTION
         return step_interval(

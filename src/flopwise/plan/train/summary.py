@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from flopwise.plan.assumptions import gpus_per_node_fallback, hardware_fallbacks
+from flopwise.plan.sustained import sustained_fraction_fallback
 from flopwise.units import GIB
 
-from .constants import has_calibrated_compute_fraction
 from .context import ModelContext
 
 
@@ -19,15 +19,8 @@ def assumed_fallbacks(ctx: ModelContext) -> dict[str, Any]:
     )
     out = hardware_fallbacks(ctx.hw, dtype)
     out.update(gpus_per_node_fallback(ctx.hw, ctx.gpus_per_node, ctx.job.gpus_per_node is not None))
-    if ctx.job.sustained_compute_fraction is None and not has_calibrated_compute_fraction(
-        ctx.hw.id
-    ):
-        out["sustained_compute_fraction"] = {
-            "value": ctx.compute_fraction,
-            "source": f"no validated training runs on {ctx.hw.id}'s die: the fraction fitted "
-            "over all published runs (plan/train/constants.py "
-            "SUSTAINED_COMPUTE_FRACTION_DEFAULT)",
-        }
+    if ctx.job.sustained_compute_fraction is None:
+        out.update(sustained_fraction_fallback(ctx.hw, ctx.compute_fraction))
     return out
 
 

@@ -1,0 +1,132 @@
+"""The one fitted constant of the hardware model: the share of its GEMM ceiling a die sustains.
+
+Training steps and serving passes both run their GEMMs at MAMF x (shape efficiency) x this
+fraction (plan/train/step_time.py, plan/infer/latency.py make_rates), so both planners share one
+model of the hardware. It is fitted on published training runs only (validate/training.py);
+serving rows never enter the fit, so for the inference validation it is out of sample.
+"""
+
+from __future__ import annotations
+
+from flopwise.catalog.accelerators import longest_id_prefix
+from flopwise.hardware import Hardware
+from flopwise.plan.efficiency import power_clock_factor
+
+#: Sustained fraction of the MAMF-based GEMM (and attention) rate inside a training step.
+#: MAMF is the best rate of one GEMM in a short synchronised loop; in a training step the GPU
+#: runs at its power cap for hours (clocks drop), its GEMMs share HBM, L2 and SMs with
+#: concurrent NCCL and elementwise kernels, and thousands of kernel launches leave gaps. No
+#: published hardware figure isolates this, so it is the one constant FITTED ON THE PUBLISHED
+#: RUNS: one number per die (DIE_OF_PREFIX), chosen on a 0.005 grid to minimise the mean
+#: absolute log error of every validation row on that die at once (validate/training.py
+#: fit_fractions); "default" is the same fit over all rows, used for dies with no runs.
+#: What it absorbs: power-capped clocks, launch gaps, SM/HBM sharing with communication, and
+#: on dies without a measured matmul ceiling the error of the stand-in one (TPU v5p: its
+#: sibling v5e's measured fraction, gemm_ceiling.MAMF_SIBLINGS; others
+#: efficiency.GEMM_FRACTION_WITHOUT_MAMF). On TPU v5e, whose XLA matmul rate is measured, the
+#: fit is ~1.0 (0.965 with XLA's pointwise fusion priced): MaxText under XLA sustains it (no
+#: launch gaps; ICI collectives run on DMA engines, not on the matrix units), where GPU steps
+#: keep 0.70-0.81 of their MAMF.
+#: Its own out-of-sample error is what `flopwise validate` leads with: every row is
+#: predicted with the fraction refitted without the row's source family.
+#: Fit data (2026-11-22, 199 rows, GEMMs by shape through plan/gemm.py): ga100 from Megatron-LM 2021, BLOOM, llm-foundry and
+#: torchtitan A100 runs; gh100 from NeMo 24.07/long-context, llm-foundry, torchtitan (H100
+#: 500 W parts scaled by efficiency.power_clock_factor) and Trainy H200; TPUs from MaxText.
+#: Refitted 2026-11-22 with the FP8 recipes (plan/train/fp8_recipes.py) and MaxText's remat policies
+#: (workload/remat.py): tpu-v5e 1.11 -> 1.155, tpu-v6e 0.70 -> 0.84, default 0.78 (unchanged
+#: after both; 0.775 with the FP8 recipes alone).
+#: Refitted 2026-11-23 with measured TPU matmul ceilings in the catalog (v5e 181.8 TFLOPS from
+#: the JAX Pallas matmul guide, v6e 689 TFLOPS from a user's shape sweep [U]) instead of
+#: peak x GEMM_FRACTION_WITHOUT_MAMF: tpu-v5e 1.155 -> 1.005 (MaxText on v5e sustains its
+#: measured XLA matmul rate), tpu-v6e 0.84 -> 0.885; v5p has no published matmul figure and
+#: keeps 0.965 of the assumed ceiling. Refitted again with collectives timed by NCCL's own
+#: tuner latencies (plan/nccl_latency.py) and sharded data parallelism moving one block per
+#: collective: ga100 0.81 -> 0.80, tpu-v5e 1.005 -> 1.01, tpu-v6e 0.885 -> 0.89.
+#: Refitted 2026-11-23 with GH100 attention rates measured by sequence length on an H100
+#: (efficiency.GH100_ATTENTION) instead of the papers' constant fractions: the backward at 2-4k
+#: tokens is slower than the 0.50 assumed, and gh100 0.70 -> 0.73 takes it back on the GEMMs;
+#: default (all rows) 0.78 -> 0.79.
+#: Refitted 2026-11-23 with NeMo's B200 long-sequence table posed on its stated layouts (eight
+#: rows; validate/train_rows.py GPUS_FROM_LAYOUT_PREFIXES): no B200 die is fitted (its rows use
+#: the default, in sample as out of sample), default 0.79 -> 0.785; every die unchanged.
+#: Refitted again with the MaxText tier table's Llama 2 70B and Llama 3.1 8B rows on v6e posed
+#: from their tpu-recipes layouts (validate/train_remat.py MAXTEXT_RECIPE_LAYOUTS): tpu-v6e
+#: 0.89 -> 0.835 (four rows, three within 6% at 0.835; the 405B row, over v6e's memory as
+#: posed, stays 40% optimistic).
+#: Refitted 2026-11-23 (third round) with MaxText's pointwise work fused into its matmuls as
+#: XLA compiles it (FrameworkProfile.fused_pointwise: only the norms' reductions touch HBM):
+#: the TPU fractions no longer absorb the GPUs' separate elementwise kernels: tpu-v5e
+#: 1.01 -> 0.965, tpu-v5p 0.965 -> 0.945, tpu-v6e 0.835 -> 0.745; GPU dies and default unchanged.
+#: Refitted again with TPU v5p's matmul ceiling taken from v5e's measured XLA rate (same
+#: 128x128 MXUs, gemm_ceiling.MAMF_SIBLINGS: 0.923 of peak instead of the NVIDIA-median 0.80):
+#: tpu-v5p 0.945 -> 0.825, the same product of ceiling and fraction on its own rows.
+#: Refitted again with Transformer Engine's norm and activation writing the FP8 inputs of the
+#: QKV/FC1/FC2 GEMMs themselves (Megatron-Core and NeMo: FrameworkProfile.te_layernorm_modules,
+#: fp8_recipes.PRODUCER_FP8_CAST_BYTES): NeMo's FP8 rows get 0.3-1.3% faster; default (all rows,
+#: B200's eight among them) 0.785 -> 0.78; every die unchanged.
+#: Refitted 2026-11-24 with block recompute (Layout.recompute_layers): torchtitan's per-layer
+#: selective AC rows posed as every 2nd layer fully recomputed, as torchtitan runs it, instead of
+#: Megatron's attention-only selective recompute (+8.3%/+12.2% -> -0.4%/-0.1%): ga100
+#: 0.80 -> 0.81, default 0.78 -> 0.785; the other dies unchanged.
+SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.785
+SUSTAINED_COMPUTE_FRACTION: dict[str, float] = {
+    "ga100": 0.81,
+    "gh100": 0.73,
+    "tpu-v5e": 0.965,
+    "tpu-v5p": 0.825,
+    "tpu-v6e": 0.745,
+}
+
+#: Die of each accelerator-id prefix: the unit the fraction is fitted per. A part of the same
+#: die run at a lower power cap (Meta's Grand Teton H100 at 500 W) shares its die's fraction
+#: and is slowed by efficiency.power_clock_factor.
+DIE_OF_PREFIX: dict[str, str] = {
+    "a100": "ga100",
+    "h100": "gh100",
+    "h200": "gh100",
+    "h800": "gh100",
+    "gh200": "gh100",
+    "tpu-v5e": "tpu-v5e",
+    "tpu-v5p": "tpu-v5p",
+    "tpu-v6e": "tpu-v6e",
+}
+
+
+def fraction_group(accelerator_id: str) -> str:
+    """The die whose fitted fraction applies to an accelerator id, or "default"."""
+    best = longest_id_prefix(accelerator_id, DIE_OF_PREFIX)
+    return DIE_OF_PREFIX[best] if best else "default"
+
+
+def sustained_compute_fraction(accelerator_id: str) -> float:
+    """The sustained-compute fraction for an accelerator id (its die's, else the default)."""
+    return SUSTAINED_COMPUTE_FRACTION.get(
+        fraction_group(accelerator_id), SUSTAINED_COMPUTE_FRACTION_DEFAULT
+    )
+
+
+def has_calibrated_compute_fraction(accelerator_id: str) -> bool:
+    """Whether published runs calibrated this accelerator's die (else the default is used)."""
+    return fraction_group(accelerator_id) in SUSTAINED_COMPUTE_FRACTION
+
+
+def sustained_gemm_fraction(hw: Hardware) -> float:
+    """Share of its GEMM ceiling `hw` sustains under load: its die's fitted fraction (or the
+    default), slowed by efficiency.power_clock_factor when the part is capped below the power
+    its die was fitted at."""
+    tdp = hw.accelerator.spec("tdp_w") if hw.accelerator is not None else None
+    return sustained_compute_fraction(hw.id) * power_clock_factor(tdp, fraction_group(hw.id))
+
+
+def sustained_fraction_fallback(hw: Hardware, value: float) -> dict[str, dict[str, object]]:
+    """The ``assumed`` entry a plan carries when `hw`'s die has no fitted fraction (empty when
+    it has one): the default fitted over every published run stands in for it."""
+    if has_calibrated_compute_fraction(hw.id):
+        return {}
+    return {
+        "sustained_compute_fraction": {
+            "value": value,
+            "source": f"no validated training runs on {hw.id}'s die: the fraction fitted "
+            "over all published runs (plan/sustained.py SUSTAINED_COMPUTE_FRACTION_DEFAULT)",
+        }
+    }

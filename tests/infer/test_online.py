@@ -103,8 +103,10 @@ def test_a_long_prompt_is_prefilled_in_passes_of_the_token_budget() -> None:
 def test_job_rejects_bad_concurrency() -> None:
     with pytest.raises(FlopwiseError, match="concurrency must be a positive integer"):
         replace(BASE, concurrency=0)
-    with pytest.raises(FlopwiseError, match="two modes"):
-        replace(BASE, num_requests=100)
+    # with num_requests it is a closed-loop run of that many (test_closed_loop_run.py): at least
+    # as many requests as are in flight
+    with pytest.raises(FlopwiseError, match="at least as many requests"):
+        replace(BASE, concurrency=8, num_requests=7)
 
 
 def test_cli_online_json_text_and_errors() -> None:
@@ -123,8 +125,8 @@ def test_cli_online_json_text_and_errors() -> None:
     assert text.returncode == 0 and "online load" in text.stdout and "in the queue" in text.stdout
     bad = run_cli(*args, "--concurrency", "0")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
-    both = run_cli(*args, "--concurrency", "4", "--num-requests", "10")
-    assert both.returncode == 2 and "--concurrency" in both.stderr
+    both = run_cli(*args, "--concurrency", "4", "--num-requests", "2")
+    assert both.returncode == 2 and "at least as many requests" in both.stderr
     assert "Traceback" not in both.stderr + bad.stderr
 
 

@@ -30,7 +30,9 @@ view, ``flopwise validate --only online`` counts these 18 figures in sample. Mea
 Reported and not asserted:
 - TTFT: the plan gives 52-69 ms for the 1k prompts against a published mean of 158-420 ms (median
   85-183 ms): SGLang's per-request path and DeepSeek's prefill kernels cost more than the plan's
-  prefill, and the means carry the first requests of each run.
+  prefill, and the means carry the first requests of each run. ``validate --only online`` poses
+  these rows as the benchmark's run from a cold start (``--num-requests 10C --output-spread
+  0.111``, tests/infer/test_closed_loop_run.py), whose means carry that first burst: 53-153 ms.
 - The same recipe on 8 x MI300X (SGLang ROCm images, AITER attention, FP8 KV; 15 rows): the plan
   is +42…+194% fast in tokens/s (its TPOT 27-65% below the published; the 1k/8k rows ran SGLang
   v0.5.9 and are the furthest). The MI300X rows the serving validation scores are vLLM with dense

@@ -174,6 +174,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
         fp8_context_attention=args.fp8_context_attention,
         engine_max_batch=args.engine_max_batch,
         engine_max_tokens=args.engine_max_tokens,
+        output_spread=args.output_spread or 0.0,
     )
     return compare_infer(model, ijob, candidates, sort=args.sort, hardware=hardware)
 

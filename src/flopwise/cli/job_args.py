@@ -103,7 +103,7 @@ def add_job_args(p: argparse.ArgumentParser, kind: str, door: str) -> None:
             if f.group not in groups:
                 groups[f.group] = p.add_argument_group(f.group)
             target = groups[f.group]
-        if f.exclusive:
+        if f.exclusive and not f.combines_with:
             if f.exclusive not in exclusive:
                 exclusive[f.exclusive] = target.add_mutually_exclusive_group()
             target = exclusive[f.exclusive]
@@ -238,14 +238,16 @@ def resolve_job(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _check_exclusive(flags: Iterable[JobFlag], args: argparse.Namespace) -> None:
-    sets: dict[str, list[str]] = {}
+    sets: dict[str, list[JobFlag]] = {}
     for f in flags:
         value = getattr(args, f.dest)
         if f.exclusive and value not in (None, False):
-            sets.setdefault(f.exclusive, []).append(f"--{f.name}")
-    for names in sets.values():
-        if len(names) > 1:
-            raise FlopwiseError(f"{' and '.join(names)} cannot be combined; give one")
+            sets.setdefault(f.exclusive, []).append(f)
+    for given in sets.values():
+        for i, a in enumerate(given):
+            for b in given[i + 1 :]:
+                if b.name not in a.combines_with and a.name not in b.combines_with:
+                    raise FlopwiseError(f"--{a.name} and --{b.name} cannot be combined; give one")
 
 
 def to_toml(job: Mapping[str, Any]) -> str:

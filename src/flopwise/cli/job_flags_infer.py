@@ -17,6 +17,7 @@ from flopwise.cli.job_flag import (
     _batch,
     _concurrency,
     _request_rate,
+    _spread,
 )
 
 #: Inference: the workload, the deployment, the engine.
@@ -40,12 +41,15 @@ INFER_FLAGS: list[JobFlag] = [
     JobFlag(
         "num-requests",
         "an offline batch: N requests arrive at once and run by in-flight batching; plans "
-        "the whole run (ramp-up and drain included): makespan, tokens/s, cost; compare: "
-        "each offer's instance processes all N, ranked by makespan / cost of the batch",
+        "the whole run (ramp-up and drain included): makespan, tokens/s, cost; with one "
+        "--concurrency C: the benchmark run of N requests from a cold start, C in flight "
+        "(vllm bench serve --max-concurrency C --num-prompts N), TTFT from each send; "
+        "compare: each offer's instance processes all N, ranked by makespan / cost of the batch",
         kinds=_I,
         parse=_positive_int,
         metavar="N",
         exclusive="mode",
+        combines_with=("concurrency",),
     ),
     JobFlag(
         "concurrency",
@@ -133,6 +137,15 @@ INFER_FLAGS: list[JobFlag] = [
         "on in trtllm-bench builds, off by default in trtllm-build); default: the engine's",
         kinds=_I,
         action=BOOL,
+    ),
+    JobFlag(
+        "output-spread",
+        "with --num-requests: output lengths spread evenly over (1 +/- S) x --output-len, mean "
+        "unchanged, as random-length benchmarks draw them (a --random-range-ratio R over "
+        "[R x L, L] is S = (1 - R) / (1 + R) around the mean (1 + R) / 2 x L); default 0",
+        kinds=_I,
+        parse=_spread,
+        metavar="S",
     ),
     JobFlag(
         "engine-max-batch",

@@ -131,6 +131,8 @@ class CompareInferJob:
     #: The engine's build sizes (see plan.infer.InferJob.engine_max_batch); None: its default.
     engine_max_batch: int | None = None
     engine_max_tokens: int | None = None
+    #: Output lengths spread over (1 +/- this) x output_len (see plan.infer.InferJob).
+    output_spread: float = 0.0
 
     @property
     def batch_rule(self) -> str:
@@ -177,8 +179,11 @@ class CompareInferJob:
         if self.concurrency is not None:
             if self.concurrency < 1:
                 raise FlopwiseError(f"--concurrency must be at least 1, got {self.concurrency}")
-            if self.num_requests is not None:
-                raise FlopwiseError("--concurrency and --num-requests are two modes: give one")
+            if self.num_requests is not None and self.num_requests < self.concurrency:
+                raise FlopwiseError(
+                    f"--num-requests {self.num_requests} with --concurrency {self.concurrency} is "
+                    "a benchmark run of that many requests: give at least as many as in flight"
+                )
             if self.target_tpot_ms is not None or self.target_ttft_ms is not None:
                 raise FlopwiseError(
                     "--concurrency fixes the load; a latency target picks it: give one of them"
@@ -194,6 +199,8 @@ class CompareInferJob:
                 )
         if self.memory_fraction is not None:
             check_fraction(self.memory_fraction, "--memory-fraction")
+        if self.output_spread and self.num_requests is None:
+            raise FlopwiseError("--output-spread varies a run's lengths: give --num-requests too")
         for name in ("target_tpot_ms", "target_ttft_ms"):
             value = getattr(self, name)
             if value is not None and not value > 0:

@@ -154,6 +154,7 @@ def infer_estimate(
             fp8_context_attention=job.fp8_context_attention,
             engine_max_batch=job.engine_max_batch,
             engine_max_tokens=job.engine_max_tokens,
+            output_spread=job.output_spread,
         ),
     ).to_dict()
     request = plan["breakdown"]["request"]

@@ -34,10 +34,13 @@ def _offline_rows(run: dict[str, Any] | None) -> list[tuple[str, str]]:
         return []
     span = run["makespan_s"]
     done = f"{fmt_num(span / 60, 1)} min" if span >= 120 else f"{fmt_num(span, 1)} s"
+    window = run.get("client_window")
     return [
         (
-            "offline batch",
-            f"{run['num_requests']:,} requests per replica done in {done}; "
+            "offline batch" if window is None else "benchmark run",
+            f"{run['num_requests']:,} requests per replica done in {done}"
+            + ("" if window is None else f", {window:,} in flight from a cold start")
+            + "; "
             f"{fmt_num(run['mean_running'])} decoding on average (ramp-up and drain included)",
         ),
         ("cost of the batch", _money(run.get("cost_usd"))),
@@ -99,8 +102,13 @@ def show_plan(doc: dict[str, Any]) -> None:
         else "",
     }.get(doc["mode"], "")
     online = doc.get("online") or {}
+    closed_run = (doc.get("offline") or {}).get("client_window") is not None
     queued = (
-        " incl. queueing" if doc["mode"] == "offline" or online.get("queue_wait_ms", 0) > 0 else ""
+        " from each send"
+        if closed_run
+        else " incl. queueing"
+        if doc["mode"] == "offline" or online.get("queue_wait_ms", 0) > 0
+        else ""
     )
     layout = f"{job['gpus']} x {doc['accelerator']} (tp {job['tp']}, pp {job['pp']}"
     layout += f", {job['replicas']} replicas)" if job["replicas"] > 1 else ")"

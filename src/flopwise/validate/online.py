@@ -3,7 +3,11 @@
 Each row of catalog/data/published/online_runs.csv is one published figure (TTFT, inter-token
 latency or output tokens/s) of a closed-loop benchmark at one concurrency (AIPerf, SGLang/vLLM
 ``benchmark_serving.py --max-concurrency``), with the deployment it ran. flopwise poses the
-``plan infer ... --concurrency N`` command a user would type and compares like with like. No
+``plan infer ... --concurrency N`` command a user would type and compares like with like; where
+the benchmark states how many requests it ran (InferenceX: ``--num-prompts 10C``), with
+``--num-requests`` too, the run from a cold start whose means the benchmark reports, and its
+lengths' spread (``--random-range-ratio 0.8``: each length uniform on [0.8 L, L], posed at the
+mean 0.9 L with ``--output-spread 0.111``). No
 constant is fitted to these rows; a row whose figure shaped a modelling choice is marked
 ``in_sample`` and kept out of the out-of-sample error (NOTES in the CSV say which and why).
 """
@@ -75,7 +79,9 @@ class OnlineValidation:
             groups.setdefault(r.deployment, {}).setdefault(r.metric, []).append(r)
         return {
             "method": "each published closed-loop point posed as `flopwise plan infer "
-            "--concurrency N` with its deployment; nothing fitted to these rows; in-sample "
+            "--concurrency N` with its deployment (with `--num-requests` where the benchmark "
+            "states its request count: the cold-start run it averages over); nothing fitted to "
+            "these rows; in-sample "
             "rows (a modelling choice was made with them in view) kept out of the first figure",
             "out_of_sample": stats(oos),
             "by_metric": {m: stats(r for r in oos if r.metric == m) for m in METRICS},
@@ -113,6 +119,8 @@ def _command(r: Row) -> str:
         r["kv_dtype"],
         "--concurrency",
         r["level"],
+        *(["--num-requests", r["num_requests"]] if r["num_requests"].strip() else []),
+        *(["--output-spread", r["output_spread"]] if r["output_spread"].strip() else []),
         "--input-len",
         r["input_len"],
         "--output-len",
@@ -143,6 +151,8 @@ def _plan(r: Row) -> dict[str, Any]:
         kv_dtype=r["kv_dtype"] or None,
         engine=r["engine"],
         concurrency=int(r["level"]),
+        num_requests=_opt_int(r["num_requests"]),
+        output_spread=_opt_float(r["output_spread"]) or 0.0,
         memory_fraction=_opt_float(r["memory_fraction"]),
         engine_max_tokens=_opt_int(r["engine_max_tokens"]),
     )

@@ -85,6 +85,9 @@ class InferJob:
     #: prefill attention in FP8 when the model is FP8-quantized (TensorRT-LLM
     #: use_fp8_context_fmha); None: the engine profile's (EngineProfile.fp8_context_attention)
     fp8_context_attention: bool | None = None
+    #: with ``num_requests``: the requests' output lengths spread evenly over (1 +/- this) x
+    #: output_len, mean unchanged (random-length benchmarks; ``offline.simulate``); 0: all equal
+    output_spread: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("input_len", "output_len", "tp", "pp", "replicas", "ep"):
@@ -104,10 +107,11 @@ class InferJob:
                 raise FlopwiseError(
                     f"concurrency must be a positive integer, got {self.concurrency!r}"
                 )
-            if self.num_requests is not None:
+            if self.num_requests is not None and self.num_requests < self.concurrency:
                 raise FlopwiseError(
-                    "concurrency (online serving) and num_requests (an offline batch) are two "
-                    "modes: give one of them"
+                    f"num_requests ({self.num_requests}) with concurrency ({self.concurrency}) is "
+                    "a closed-loop run of that many requests: give at least as many requests as "
+                    "are in flight"
                 )
         if self.request_rate is not None:
             rate = self.request_rate
@@ -120,6 +124,14 @@ class InferJob:
                 )
         if self.memory_fraction is not None:
             check_fraction(self.memory_fraction, "memory fraction")
+        spread = self.output_spread
+        if isinstance(spread, bool) or not isinstance(spread, (int, float)) or not 0 <= spread < 1:
+            raise FlopwiseError(f"output spread must be in [0, 1), got {spread!r}")
+        if spread and self.num_requests is None:
+            raise FlopwiseError(
+                "output spread varies the lengths of a run of requests: give num_requests "
+                "(an offline batch, or with concurrency a closed-loop run)"
+            )
         for name in ("engine_max_batch", "engine_max_tokens"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
@@ -193,6 +205,7 @@ class InferJob:
             "engine_max_batch": self.engine_max_batch,
             "engine_max_tokens": self.engine_max_tokens,
             "fp8_context_attention": self.fp8_context_attention,
+            "output_spread": self.output_spread,
         }
 
 

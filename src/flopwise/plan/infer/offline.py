@@ -21,8 +21,8 @@ the pass; requests of one offline batch all have the given lengths.
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -52,6 +52,9 @@ class OfflineRun:
     mean_latency_s: float
     mean_running: float  # time-weighted sequences in the decode batch
     passes: int
+    #: mean time a request waited from the run's start until its client sent it (0 when every
+    #: request is sent at once; a closed-loop client with a window sends one as one finishes)
+    mean_send_s: float = 0.0
 
     @classmethod
     def from_totals(
@@ -62,9 +65,10 @@ class OfflineRun:
         output_len: int,
         sums: tuple[float, float, float, float],
         passes: int,
+        send_sum: float = 0.0,
     ) -> OfflineRun:
         """The run from a simulation's running sums: (TTFT, TPOT, latency) summed over requests
-        and the time integral of the decode batch."""
+        and the time integral of the decode batch; `send_sum` sums the times requests were sent."""
         ttft_sum, tpot_sum, latency_sum, running_area = sums
         n = num_requests
         return cls(
@@ -77,7 +81,18 @@ class OfflineRun:
             mean_latency_s=latency_sum / n,
             mean_running=running_area / makespan_s if makespan_s > 0 else 0.0,
             passes=passes,
+            mean_send_s=send_sum / n,
         )
+
+    @property
+    def mean_ttft_from_send_s(self) -> float:
+        """TTFT as a client that sends each request when a slot of its window frees measures
+        it: from the send, not from the run's start."""
+        return self.mean_ttft_s - self.mean_send_s
+
+    @property
+    def mean_latency_from_send_s(self) -> float:
+        return self.mean_latency_s - self.mean_send_s
 
     @property
     def output_tokens_per_s(self) -> float:
@@ -95,6 +110,8 @@ class OfflineRun:
             "mean_latency_s": self.mean_latency_s,
             "mean_running": self.mean_running,
             "forward_passes": self.passes,
+            "mean_send_s": self.mean_send_s,
+            "mean_ttft_from_send_s": self.mean_ttft_from_send_s,
         }
 
 
@@ -112,6 +129,8 @@ def simulate(
     input_len: int,
     output_len: int,
     token_budget: int,
+    client_window: int | None = None,
+    output_spread: float = 0.0,
 ) -> OfflineRun:
     """Run `num_requests` requests of fixed lengths through an in-flight-batching engine.
 
@@ -122,7 +141,22 @@ def simulate(
     prompt longer than the room a pass can give is prefilled in chunks over several passes
     (chunked prefill). A request's first token comes out of the pass that ends its prompt; it
     then decodes output_len - 1 more passes and leaves.
+
+    `client_window` is a closed-loop client's requests in flight (``vllm bench serve
+    --max-concurrency``): it sends that many at the start and one more as each finishes, and
+    the run records when each was sent (OfflineRun.mean_send_s). None: all are sent at once.
+    The engine admits from what was sent, so the window also caps the running batch.
+
+    `output_spread` s > 0 gives the requests output lengths spread evenly over
+    [(1 - s), (1 + s)] x output_len in the order they join (a low-discrepancy sequence, so
+    the run is deterministic and the mean stays output_len): random-length benchmarks
+    (``--random-range-ratio``), whose requests finish, and so are replaced, at different times.
     """
+    if not 0.0 <= output_spread < 1.0:
+        raise FlopwiseError(f"output spread must be in [0, 1), got {output_spread!r}")
+    if client_window is not None:
+        require_positive(client_window=client_window)
+        concurrency = min(concurrency, client_window)
     require_positive(
         num_requests=num_requests,
         concurrency=concurrency,
@@ -132,8 +166,11 @@ def simulate(
     )
     queue, active, step, now = num_requests, 0, 0, 0.0
     chunk_left = 0  # prompt tokens still to prefill of the one request being chunked
-    cohorts: deque[tuple[int, int, float]] = deque()  # (last pass index, count, first token s)
-    ttft_sum = tpot_sum = latency_sum = running_area = 0.0
+    # (last pass index, order, count, first token s, output length), soonest last pass first
+    cohorts: list[tuple[int, int, int, float, int]] = []
+    joined = 0  # requests that have joined, for the output-length sequence
+    ttft_sum = tpot_sum = latency_sum = running_area = send_sum = 0.0
+    unsent = 0 if client_window is None else max(0, num_requests - client_window)
     while queue or active or chunk_left:
         room = token_budget - active
         prompt_tokens = ready = 0
@@ -159,8 +196,13 @@ def simulate(
             ttft_sum += ready * now
             if output_len == 1:
                 latency_sum += ready * now
+                sent = min(ready, unsent)
+                unsent -= sent
+                send_sum += sent * now
             elif ready:
-                cohorts.append((step + output_len - 1, ready, now))
+                for n, out in _output_lengths(joined, ready, output_len, output_spread):
+                    heapq.heappush(cohorts, (step + out - 1, joined, n, now, out))
+                    joined += n
                 active += ready
             step += 1
         elif cohorts:
@@ -173,12 +215,34 @@ def simulate(
         else:  # pragma: no cover - a pass always has room when nothing decodes
             raise FlopwiseError("offline batch: the engine cannot make progress")
         while cohorts and cohorts[0][0] < step:
-            _, count, first = cohorts.popleft()
+            _, _, count, first, out = heapq.heappop(cohorts)
             active -= count
             latency_sum += count * now
-            tpot_sum += count * (now - first) / (output_len - 1)
+            tpot_sum += count * (now - first) / max(out - 1, 1)
+            sent = min(count, unsent)  # the client's freed slots send the next requests
+            unsent -= sent
+            send_sum += sent * now
     sums = (ttft_sum, tpot_sum, latency_sum, running_area)
-    return OfflineRun.from_totals(num_requests, concurrency, now, output_len, sums, step)
+    return OfflineRun.from_totals(
+        num_requests, concurrency, now, output_len, sums, step, send_sum=send_sum
+    )
+
+
+#: Golden-ratio step of the output-length sequence (evenly spread for any prefix of it).
+_GOLDEN = (5**0.5 - 1) / 2
+
+
+def _output_lengths(first: int, count: int, mean: int, spread: float) -> list[tuple[int, int]]:
+    """(count, length) of the output lengths of requests first .. first + count - 1: all `mean`
+    without a spread, else evenly spread over [(1 - spread), (1 + spread)] x mean."""
+    if spread <= 0.0 or mean <= 1:
+        return [(count, mean)]
+    lengths: dict[int, int] = {}
+    for j in range(first, first + count):
+        u = (j * _GOLDEN) % 1.0
+        out = max(2, round(mean * (1.0 - spread + 2.0 * spread * u)))
+        lengths[out] = lengths.get(out, 0) + 1
+    return [(n, out) for out, n in lengths.items()]
 
 
 def grid_interpolated(exact: StepTime, exact_prompt_unit: int = 1) -> StepTime:
@@ -226,8 +290,15 @@ def pass_time(ctx: Any) -> StepTime:
     return grid_interpolated(exact, isl)
 
 
-def plan_offline(ctx: Any, num_requests: int) -> Any:
-    """The InferPlan of an offline batch of `num_requests` (split evenly over the replicas)."""
+def plan_offline(ctx: Any, num_requests: int, client_window: int | None = None) -> Any:
+    """The InferPlan of an offline batch of `num_requests` (split evenly over the replicas).
+
+    With `client_window` it is a closed-loop benchmark run instead (``vllm bench serve
+    --max-concurrency C --num-prompts N``, SGLang's ``bench_serving``, AIPerf): a client keeps
+    that many requests in flight from a cold start, sending the next as one finishes, and times
+    each request from its send; the first window arrives at once, so its prompts queue behind
+    one another, and the waves it starts persist while the lengths are equal.
+    """
 
     from flopwise.plan.infer.batching import (
         continuous_memory,
@@ -254,7 +325,8 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
         raise FlopwiseError(fit_suggestion(ctx.spec, ctx.hw, job))
     cap = fit if job.batch is None else min(job.batch, fit)
     budget = ctx.engine.max_num_tokens or (cap + job.input_len)
-    run, preempted = _run(ctx, per_replica, cap, max(budget, 1))
+    window = None if client_window is None else math.ceil(client_window / job.replicas)
+    run, preempted = _run(ctx, per_replica, cap, max(budget, 1), window)
     running = max(1.0, run.mean_running)
     step = decode_phase(ctx, running, prefill_per_step=running * job.input_len / job.output_len)
     total_tokens = num_requests * job.output_len  # every replica is done by the makespan
@@ -266,6 +338,8 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
     if job.price_per_gpu_hour is not None:
         cost = job.price_per_gpu_hour * job.gpus * run.makespan_s / 3600.0
     offline: dict[str, Any] = {**run.to_dict(), "cost_usd": cost}
+    if window is not None:
+        offline["client_window"] = window
     if preempted is not None:
         offline["preemption"] = preempted.to_dict()
     return continuous_plan(
@@ -273,9 +347,9 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
         build,
         mode="offline",
         batch=run.concurrency,
-        ttft_s=run.mean_ttft_s,
+        ttft_s=run.mean_ttft_s if window is None else run.mean_ttft_from_send_s,
         tpot_s=run.mean_tpot_s if job.output_len > 1 else step.time_s,
-        e2e_latency_s=run.mean_latency_s,
+        e2e_latency_s=run.mean_latency_s if window is None else run.mean_latency_from_send_s,
         output_tokens_per_s=total_tokens / run.makespan_s if run.makespan_s > 0 else 0.0,
         # a preempting run admits more than fit at once; the memory plan holds what fits
         memory=replace(continuous_memory(ctx, min(run.concurrency, cap)), max_batch=fit),
@@ -283,24 +357,42 @@ def plan_offline(ctx: Any, num_requests: int) -> Any:
         running=running,
         request_s=job.output_len * step.time_s,
         notes=(
-            f"offline batch: {num_requests:,} requests arrive at once"
-            + (f", {per_replica:,} on each of {job.replicas} replicas" if job.replicas > 1 else "")
+            _run_note(num_requests, per_replica, job.replicas, window)
             + f"; at most {run.concurrency:,} run at once{capped}, each holding "
             f"{kv_tokens_held(ctx):,.0f} tokens of KV; prompts join while a pass has room within "
             f"{budget:,} tokens; {run.mean_running:,.0f} decode on average over the run "
-            "(ramp-up and drain included); TTFT and latency include the wait in the queue",
+            "(ramp-up and drain included); "
+            + (
+                "TTFT and latency include the wait in the queue"
+                if window is None
+                else "TTFT and latency from each request's send, including its wait in the engine"
+            ),
         ),
         extras={"offline": offline},
         closing_notes=_preemption_note(preempted),
     )
 
 
-def _run(ctx: Any, per_replica: int, cap: int, budget: int) -> tuple[OfflineRun, Any]:
+def _run_note(num_requests: int, per_replica: int, replicas: int, window: int | None) -> str:
+    spread = f", {per_replica:,} on each of {replicas} replicas" if replicas > 1 else ""
+    if window is None:
+        return f"offline batch: {num_requests:,} requests arrive at once{spread}"
+    return (
+        f"closed-loop run from a cold start: {num_requests:,} requests{spread}, a client keeping "
+        f"{window:,} in flight per replica (the first {window:,} sent at once, the next as one "
+        "finishes)"
+    )
+
+
+def _run(
+    ctx: Any, per_replica: int, cap: int, budget: int, window: int | None = None
+) -> tuple[OfflineRun, Any]:
     """The replica's run, and what preemption cost it (None: no preemption can happen).
 
     An engine that admits on the prompt and preempts by recompute (vLLM) runs every request it
     is allowed at once (--batch / its max_num_seqs); when they would outgrow its KV pool at their
-    full length it is simulated with preemption (``preemption.py``), else as below.
+    full length it is simulated with preemption (``preemption.py``), else as below. A closed-loop
+    client's window (`window`) is simulated without preemption: the engine runs what fits.
     """
     from flopwise.plan.infer.preemption import (
         RECOMPUTE,
@@ -310,6 +402,12 @@ def _run(ctx: Any, per_replica: int, cap: int, budget: int) -> tuple[OfflineRun,
 
     job = ctx.job
     step_time = pass_time(ctx)
+    if window is not None:
+        run = simulate(
+            step_time, per_replica, cap, job.input_len, job.output_len, budget,
+            client_window=window, output_spread=job.output_spread,
+        )  # fmt: skip
+        return run, None
     if ctx.engine.preemption == RECOMPUTE:
         allowed = job.batch if job.batch is not None else ctx.engine.max_num_seqs
         seqs = min(per_replica, allowed or per_replica)
@@ -318,7 +416,10 @@ def _run(ctx: Any, per_replica: int, cap: int, budget: int) -> tuple[OfflineRun,
             return simulate_preempting(
                 step_time, per_replica, seqs, job.input_len, job.output_len, budget, kv
             )
-    run = simulate(step_time, per_replica, cap, job.input_len, job.output_len, budget)
+    run = simulate(
+        step_time, per_replica, cap, job.input_len, job.output_len, budget,
+        output_spread=job.output_spread,
+    )  # fmt: skip
     return run, None
 
 

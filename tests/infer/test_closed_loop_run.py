@@ -139,3 +139,15 @@ def test_compare_runs_the_benchmark_on_every_offer() -> None:
     assert all(r["ttft_ms"] > 0 and r["fits"] for r in rows)
     few = run_cli(*args[:5], "--concurrency", "100", "--num-requests", "10")
     assert few.returncode == 2 and "at least as many" in few.stderr
+
+
+def test_a_preempting_run_says_it_ignored_the_spread() -> None:
+    # vLLM admits on the prompt and preempts by recompute when the pool overflows; that
+    # simulation runs equal lengths, and the plan says so rather than dropping the flag silently
+    job = InferJob(
+        input_len=500, output_len=2000, batch=2000, engine="vllm", num_requests=3000,
+        output_spread=0.2,
+    )  # fmt: skip
+    plan = plan_inference(load_model("llama-3.1-8b"), hardware_from_catalog("h100-sxm"), job)
+    assert "preemption" in plan.extras["offline"]
+    assert any("--output-spread 0.2 not applied" in n for n in plan.assumptions)

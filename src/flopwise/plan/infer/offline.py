@@ -369,7 +369,7 @@ def plan_offline(ctx: Any, num_requests: int, client_window: int | None = None) 
             ),
         ),
         extras={"offline": offline},
-        closing_notes=_preemption_note(preempted),
+        closing_notes=_preemption_note(preempted, job.output_spread),
     )
 
 
@@ -423,12 +423,18 @@ def _run(
     return run, None
 
 
-def _preemption_note(p: Any) -> tuple[str, ...]:
+def _preemption_note(p: Any, output_spread: float = 0.0) -> tuple[str, ...]:
     if p is None:
         return ()
+    spread = (
+        f"; the preempting run is simulated with equal output lengths (--output-spread "
+        f"{output_spread:g} not applied)"
+        if output_spread
+        else ""
+    )
     return (
         f"KV pool of {p.kv_capacity_tokens:,.0f} tokens per replica < {p.peak_demand_tokens:,.0f}"
         f" at full length: {p.preemptions:,} preemptions by recompute re-prefill "
         f"{p.recomputed_tokens:,} tokens (the engine admits on the prompt and preempts the "
-        "newest request when a step's KV slots cannot be allocated)",
+        f"newest request when a step's KV slots cannot be allocated){spread}",
     )

@@ -110,12 +110,17 @@ def has_calibrated_compute_fraction(accelerator_id: str) -> bool:
     return fraction_group(accelerator_id) in SUSTAINED_COMPUTE_FRACTION
 
 
+def power_clock_share(hw: Hardware) -> float:
+    """Share of its die's clock `hw` keeps when capped below the power its die was fitted at
+    (efficiency.power_clock_factor; 1 otherwise)."""
+    tdp = hw.accelerator.spec("tdp_w") if hw.accelerator is not None else None
+    return power_clock_factor(tdp, fraction_group(hw.id))
+
+
 def sustained_gemm_fraction(hw: Hardware) -> float:
     """Share of its GEMM ceiling `hw` sustains under load: its die's fitted fraction (or the
-    default), slowed by efficiency.power_clock_factor when the part is capped below the power
-    its die was fitted at."""
-    tdp = hw.accelerator.spec("tdp_w") if hw.accelerator is not None else None
-    return sustained_compute_fraction(hw.id) * power_clock_factor(tdp, fraction_group(hw.id))
+    default), slowed when the part is capped below its die's power (power_clock_share)."""
+    return sustained_compute_fraction(hw.id) * power_clock_share(hw)
 
 
 def sustained_fraction_fallback(hw: Hardware, value: float) -> dict[str, dict[str, object]]:

@@ -15,8 +15,14 @@ holding its slot for output_len passes), with each pass timed by the same roofli
 plan (``planner.decode_phase``/``prefill_phase``). Passes in which nobody joins are advanced in
 one jump to the next finish, so the loop runs once per admitted cohort, not once per pass.
 
+With ``--concurrency C`` as well it is the closed-loop benchmark's run from a cold start
+(``vllm bench serve --max-concurrency C --num-prompts N``): the client sends C requests, then
+one as each finishes, and TTFT and latency count from each send. ``--output-spread S`` spreads
+the output lengths over (1 +/- S) x the given one, mean unchanged.
+
 Not modelled: the KV length of a pass is the run's mean (input + output/2), not the exact mix of
-the pass; requests of one offline batch all have the given lengths.
+the pass; input lengths are all the given one; a preempting run (``preemption.py``) has equal
+output lengths.
 """
 
 from __future__ import annotations

@@ -11,9 +11,8 @@ from dataclasses import dataclass, field, replace
 from flopwise.catalog.systems import get_system
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
-from flopwise.plan.efficiency import power_clock_factor
 from flopwise.plan.roofline import Tier, memory_bw_bytes_per_s, tier_for
-from flopwise.plan.sustained import fraction_group, sustained_compute_fraction
+from flopwise.plan.sustained import power_clock_share, sustained_compute_fraction
 from flopwise.units import GIB
 from flopwise.workload.flops import (
     RECOMPUTE_MODES,
@@ -101,8 +100,7 @@ class ModelContext:
         override = job.sustained_compute_fraction
         base = override if override else sustained_compute_fraction(hw.id)
         # a part capped below the power its die's numbers were measured at clocks lower
-        tdp = hw.accelerator.spec("tdp_w") if hw.accelerator is not None else None
-        self.power_factor = power_clock_factor(tdp, fraction_group(hw.id))
+        self.power_factor = power_clock_share(hw)
         self.compute_fraction = base * self.power_factor
         if hw.step_calibration:
             # bench step on this device: measured / predicted tokens/s scales every rate the

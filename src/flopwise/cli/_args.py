@@ -65,6 +65,14 @@ def fraction(text: str) -> float:
     return value
 
 
+def spread(text: str) -> float:
+    """A relative spread in [0, 1) (--output-spread)."""
+    value = non_negative_float(text)
+    if not value < 1:
+        raise FlopwiseError(f"{text!r}: give a number in [0, 1), e.g. 0.11")
+    return value
+
+
 def tokens(text: str) -> float:
     from flopwise.units import parse_count
 

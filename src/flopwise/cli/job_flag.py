@@ -65,17 +65,6 @@ def _concurrency(text: str) -> int | tuple[int, ...]:
     return levels[0] if len(levels) == 1 else levels
 
 
-def _spread(text: str) -> float:
-    """--output-spread: a number in [0, 1)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise FlopwiseError(f"--output-spread {text!r} is not a number") from None
-    if not 0 <= value < 1:
-        raise FlopwiseError(f"--output-spread {text!r}: give a number in [0, 1), e.g. 0.11")
-    return value
-
-
 def _request_rate(text: str) -> float | tuple[float, ...]:
     """--request-rate: R, or a comma list R1,R2,... (a sweep; a job file may give a list)."""
     parts = [p.strip() for p in text.strip().strip("[]").split(",") if p.strip()]

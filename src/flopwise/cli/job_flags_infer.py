@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flopwise.cli._args import _positive_int, fraction, non_negative_float
+from flopwise.cli._args import _positive_int, fraction, non_negative_float, spread
 from flopwise.cli.job_flag import (
     _CMP,
     _I,
@@ -17,7 +17,6 @@ from flopwise.cli.job_flag import (
     _batch,
     _concurrency,
     _request_rate,
-    _spread,
 )
 
 #: Inference: the workload, the deployment, the engine.
@@ -144,7 +143,7 @@ INFER_FLAGS: list[JobFlag] = [
         "unchanged, as random-length benchmarks draw them (a --random-range-ratio R over "
         "[R x L, L] is S = (1 - R) / (1 + R) around the mean (1 + R) / 2 x L); default 0",
         kinds=_I,
-        parse=_spread,
+        parse=spread,
         metavar="S",
     ),
     JobFlag(

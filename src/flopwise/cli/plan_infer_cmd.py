@@ -6,7 +6,6 @@ import argparse
 from typing import Any
 
 from flopwise.cli.job_args import add_job_args, job_command
-from flopwise.errors import FlopwiseError
 
 
 def register(psub: Any) -> None:
@@ -35,11 +34,6 @@ def run(args: argparse.Namespace) -> int:
         check_tensor_parallel(model, tp)
     levels = args.concurrency if isinstance(args.concurrency, tuple) else None
     rates = args.request_rate if isinstance(args.request_rate, tuple) else None
-    if levels is not None and args.num_requests is not None:
-        raise FlopwiseError(
-            "--num-requests with a --concurrency sweep: give one --concurrency for a benchmark "
-            "run of N requests, or drop --num-requests for the steady-state sweep"
-        )
     job = InferJob(
         input_len=args.input_len,
         output_len=args.output_len,

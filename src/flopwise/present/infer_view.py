@@ -102,14 +102,11 @@ def show_plan(doc: dict[str, Any]) -> None:
         else "",
     }.get(doc["mode"], "")
     online = doc.get("online") or {}
-    closed_run = (doc.get("offline") or {}).get("client_window") is not None
-    queued = (
-        " from each send"
-        if closed_run
-        else " incl. queueing"
-        if doc["mode"] == "offline" or online.get("queue_wait_ms", 0) > 0
-        else ""
-    )
+    queued = ""
+    if (doc.get("offline") or {}).get("client_window") is not None:
+        queued = " from each send"  # a closed-loop run: each request timed from its send
+    elif doc["mode"] == "offline" or online.get("queue_wait_ms", 0) > 0:
+        queued = " incl. queueing"
     layout = f"{job['gpus']} x {doc['accelerator']} (tp {job['tp']}, pp {job['pp']}"
     layout += f", {job['replicas']} replicas)" if job["replicas"] > 1 else ")"
     rows = [

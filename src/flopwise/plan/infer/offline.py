@@ -353,9 +353,9 @@ def plan_offline(ctx: Any, num_requests: int, client_window: int | None = None) 
         build,
         mode="offline",
         batch=run.concurrency,
-        ttft_s=run.mean_ttft_s if window is None else run.mean_ttft_from_send_s,
+        ttft_s=run.mean_ttft_from_send_s,  # = mean_ttft_s when all are sent at the start
         tpot_s=run.mean_tpot_s if job.output_len > 1 else step.time_s,
-        e2e_latency_s=run.mean_latency_s if window is None else run.mean_latency_from_send_s,
+        e2e_latency_s=run.mean_latency_from_send_s,
         output_tokens_per_s=total_tokens / run.makespan_s if run.makespan_s > 0 else 0.0,
         # a preempting run admits more than fit at once; the memory plan holds what fits
         memory=replace(continuous_memory(ctx, min(run.concurrency, cap)), max_batch=fit),

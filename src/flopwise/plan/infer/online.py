@@ -257,6 +257,11 @@ def plan_online_sweep(
 
     if not levels:
         raise FlopwiseError("a concurrency sweep needs at least one level")
+    if job.num_requests is not None:
+        raise FlopwiseError(
+            "--num-requests with a --concurrency sweep: give one --concurrency for a benchmark "
+            "run of N requests, or drop --num-requests for the steady-state sweep"
+        )
     return [
         plan_inference(model, hardware, replace(job, concurrency=int(c)), draft=draft)
         for c in levels

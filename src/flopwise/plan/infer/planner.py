@@ -4,7 +4,8 @@
 in-flight batching with ``batch`` (or as many as fit) running at a time (``offline.py``).
 ``concurrency`` plans online serving with that many requests in flight, a new one sent as one
 finishes (``online.py``), in its steady state; with ``num_requests`` too, the benchmark run of
-that many requests from a cold start, timed from each request's send (``offline.py``); ``request_rate`` with requests arriving at that rate (``arrivals.py``).
+that many requests from a cold start, timed from each request's send (``offline.py``);
+``request_rate`` with requests arriving at that rate (``arrivals.py``).
 Otherwise a fixed ``batch`` is static batching (all requests arrive together, are prefilled together and
 decode together, the way ``gptSessionBenchmark``-style benchmarks run): TTFT is the prefill of
 the whole batch, TPOT the mean decode step over the generation, throughput batch x output / E2E.

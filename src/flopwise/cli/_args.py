@@ -87,3 +87,12 @@ def add_db(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--db", metavar="PATH", help="results database (default: $FLOPWISE_HOME/results.sqlite)"
     )
+
+
+def add_bench_outputs(p: argparse.ArgumentParser, *, out: bool = True) -> None:
+    """Where a bench command's measurement goes: --out FILE (a copy of the JSON document, where
+    the command writes one), --json and --db, the same flags and help in every bench command."""
+    if out:
+        p.add_argument("--out", metavar="FILE", help="also write the JSON document to FILE")
+    add_json(p)
+    add_db(p)

@@ -6,7 +6,7 @@ import argparse
 import re
 from typing import Any
 
-from flopwise.cli._args import add_db, add_json, positive_int, typed
+from flopwise.cli._args import add_bench_outputs, positive_int, typed
 
 
 def parse_seq_lens(text: str) -> tuple[int, ...]:
@@ -76,9 +76,7 @@ def register(bsub: Any) -> None:
     )
     p.add_argument("--iterations", type=positive_int, metavar="N", help="timed runs per length")
     p.add_argument("--warmup", type=int, metavar="N", help="untimed runs per length first")
-    p.add_argument("--out", metavar="FILE", help="also write the JSON document to FILE")
-    add_json(p)
-    add_db(p)
+    add_bench_outputs(p)
     p.set_defaults(func=run)
 
 

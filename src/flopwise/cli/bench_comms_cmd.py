@@ -6,8 +6,7 @@ import argparse
 from typing import Any
 
 from flopwise.cli._args import (
-    add_db,
-    add_json,
+    add_bench_outputs,
     non_negative_float,
     positive_float,
     positive_int,
@@ -90,8 +89,7 @@ def register(bsub: Any) -> None:
                    help="seconds before a missing or hung rank fails the run (default 300)")  # fmt: skip
     p.add_argument("--accelerator", metavar="ID",
                    help="catalog id to file the result under (default: detected)")  # fmt: skip
-    add_db(p)
-    add_json(p)
+    add_bench_outputs(p, out=False)
     p.set_defaults(func=run)
 
 

@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from flopwise.cli._args import add_db, add_json, positive_int, typed
+from flopwise.cli._args import add_bench_outputs, positive_int, typed
 
 
 def _size(text: str) -> int:
@@ -55,8 +55,7 @@ def register(bsub: Any) -> None:
                    help="also report seconds to write this model's checkpoint")  # fmt: skip
     p.add_argument("--recipe", default="bf16-adam", metavar="NAME",
                    help="training recipe for the checkpoint size (default bf16-adam)")  # fmt: skip
-    add_db(p)
-    add_json(p)
+    add_bench_outputs(p, out=False)
     p.set_defaults(func=run)
 
 

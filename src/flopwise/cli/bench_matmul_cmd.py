@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from flopwise.cli._args import add_db, add_json, positive_float, positive_int
+from flopwise.cli._args import add_bench_outputs, positive_float, positive_int
 
 
 def register(bsub: Any) -> None:
@@ -60,9 +60,7 @@ def register(bsub: Any) -> None:
     p.add_argument("--iterations", type=positive_int, metavar="N", help="timed runs per shape")
     p.add_argument("--warmup", type=int, metavar="N", help="untimed runs per shape")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
-    p.add_argument("--out", metavar="FILE", help="also write the JSON document to FILE")
-    add_json(p)
-    add_db(p)
+    add_bench_outputs(p)
     p.set_defaults(func=run)
 
 

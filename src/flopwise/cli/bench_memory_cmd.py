@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flopwise.cli._args import add_db, add_json, positive_int, typed
+from flopwise.cli._args import add_bench_outputs, positive_int, typed
 
 
 def _size(text: str) -> int:
@@ -37,9 +37,7 @@ def register(bsub: Any) -> None:
     )
     p.add_argument("--iterations", type=positive_int, metavar="N", help="timed rounds")
     p.add_argument("--warmup", type=int, metavar="N", help="untimed rounds first (default 1)")
-    p.add_argument("--out", metavar="FILE", help="also write the JSON document to FILE")
-    add_json(p)
-    add_db(p)
+    add_bench_outputs(p)
     p.set_defaults(func=run)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flopwise.cli._args import add_db, add_json, positive_float, positive_int
+from flopwise.cli._args import add_bench_outputs, positive_float, positive_int
 
 
 def register(bsub: Any) -> None:
@@ -40,9 +40,7 @@ def register(bsub: Any) -> None:
     p.add_argument("--backend", default="auto", help="under torchrun: auto, nccl, gloo, ...")
     p.add_argument("--timeout", type=positive_float, default=300.0, metavar="S",
                    help="seconds before a missing rank fails a torchrun job (default 300)")  # fmt: skip
-    p.add_argument("--out", metavar="FILE", help="also write the JSON document to FILE")
-    add_json(p)
-    add_db(p)
+    add_bench_outputs(p)
     p.set_defaults(func=run)
 
 

@@ -175,8 +175,8 @@ def simulate(
     # (last pass index, order, count, first token s, output length), soonest last pass first
     cohorts: list[tuple[int, int, int, float, int]] = []
     joined = 0  # requests that have joined, for the output-length sequence
-    ttft_sum = tpot_sum = latency_sum = running_area = send_sum = 0.0
-    unsent = 0 if client_window is None else max(0, num_requests - client_window)
+    ttft_sum = tpot_sum = latency_sum = running_area = 0.0
+    finishes: list[tuple[int, float]] = []  # (requests, time) as they finish, in time order
     while queue or active or chunk_left:
         room = token_budget - active
         prompt_tokens = ready = 0
@@ -202,9 +202,7 @@ def simulate(
             ttft_sum += ready * now
             if output_len == 1:
                 latency_sum += ready * now
-                sent = min(ready, unsent)
-                unsent -= sent
-                send_sum += sent * now
+                finishes.append((ready, now))
             elif ready:
                 for n, out in _output_lengths(joined, ready, output_len, output_spread):
                     heapq.heappush(cohorts, (step + out - 1, joined, n, now, out))
@@ -225,13 +223,26 @@ def simulate(
             active -= count
             latency_sum += count * now
             tpot_sum += count * (now - first) / max(out - 1, 1)
-            sent = min(count, unsent)  # the client's freed slots send the next requests
-            unsent -= sent
-            send_sum += sent * now
+            finishes.append((count, now))
+    unsent = 0 if client_window is None else max(0, num_requests - client_window)
+    send_sum = _send_times_sum(finishes, unsent)
     sums = (ttft_sum, tpot_sum, latency_sum, running_area)
     return OfflineRun.from_totals(
         num_requests, concurrency, now, output_len, sums, step, send_sum=send_sum
     )
+
+
+def _send_times_sum(finishes: list[tuple[int, float]], unsent: int) -> float:
+    """Sum of the send times of the requests a closed-loop client holds back: each request
+    that finishes frees a slot of its window, which sends the next, until `unsent` are sent."""
+    total = 0.0
+    for count, t in finishes:
+        if unsent <= 0:
+            break
+        sent = min(count, unsent)
+        unsent -= sent
+        total += sent * t
+    return total
 
 
 #: Golden-ratio step of the output-length sequence (evenly spread for any prefix of it).

@@ -75,3 +75,23 @@ def test_gpu_tiers_use_nccl_and_tpu_tiers_keep_alpha() -> None:
 def test_one_rank_is_free() -> None:
     assert _t("all_reduce", 1e9, 1, 1) == 0.0
     assert _t("all_reduce", 0.0, 8, 8) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "link_gbps", "fraction"),
+    [
+        # NCCL's own NVLink model: 20.0 of 25 GB/s per link (src/graph/topo.h SM80_NVLINK_BW)
+        ("h100-sxm", 450.0, 0.80),
+        ("a100-sxm-80gb", 300.0, 0.80),
+        # RCCL's xGMI model on gfx94: 48 of 64 GB/s per link (ROCm/rccl#1210)
+        ("mi300x", 448.0, 0.75),
+        ("mi325x", 448.0, 0.75),
+    ],
+)
+def test_scale_up_busbw_is_the_libraries_usable_link_rate(
+    accelerator: str, link_gbps: float, fraction: float
+) -> None:
+    hw = hardware_from_catalog(accelerator)
+    assert hw.scaleup_bw_uni_gbps == pytest.approx(link_gbps)
+    tier = tier_for(hw, 8, spans_nodes=False)
+    assert tier.bw_gbps == pytest.approx(link_gbps * fraction)

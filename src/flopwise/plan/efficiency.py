@@ -32,6 +32,30 @@ MEMORY_BW_FRACTION = 0.85
 SCALEUP_LINK_FRACTION = 0.80
 SCALEOUT_LINK_FRACTION = 0.90
 
+#: Scale-up links that carry less of their spec rate than NVLink, by accelerator-id prefix.
+#: The collective libraries' own topology models give the usable rate per link: NCCL takes
+#: NVLink at 20.0 of 25 GB/s per link on A100 and 40.1 of 50 on Blackwell (src/graph/topo.h
+#: SM80_NVLINK_BW, SM100_NVLINK_BW; 20.6 on H100), the 0.80 above; RCCL takes an MI300-class
+#: (gfx94: MI300X, MI300A, MI325X) xGMI link at 48 of its 64 GB/s per direction, "after protocol
+#: and error correction overheads" (RCCL maintainers, ROCm/rccl#1210; ROCm blog "Understanding
+#: RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X", 2025-03-02: "approximately
+#: 48 GB/s per link ... about 75% of the theoretical peak"). Set from those sources, not from
+#: any serving or training row; a measured busbw (bench comms) replaces it.
+SCALEUP_LINK_FRACTION_BY_PREFIX: dict[str, float] = {
+    "mi300x": 0.75,
+    "mi300a": 0.75,
+    "mi325x": 0.75,
+}
+
+
+def scaleup_link_fraction(accelerator_id: str) -> float:
+    """Achievable fraction of an accelerator's catalog scale-up link rate for large
+    collectives (SCALEUP_LINK_FRACTION_BY_PREFIX, else SCALEUP_LINK_FRACTION)."""
+    from flopwise.catalog.accelerators import longest_id_prefix
+
+    best = longest_id_prefix(accelerator_id, SCALEUP_LINK_FRACTION_BY_PREFIX)
+    return SCALEUP_LINK_FRACTION_BY_PREFIX[best] if best else SCALEUP_LINK_FRACTION
+
 #: Per-step latency (alpha) of a collective, seconds, on devices whose collectives are not
 #: NCCL/RCCL (TPU ICI, Gaudi RoCE, gloo): NCCL and RCCL groups use NCCL's own tuner latencies
 #: (plan/nccl_latency.py). NCCL small-message all_reduce latency is ~10 us inside an NVLink

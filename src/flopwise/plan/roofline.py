@@ -22,7 +22,7 @@ from flopwise.plan.efficiency import (
     SCALEOUT_ALPHA_S,
     SCALEOUT_LINK_FRACTION,
     SCALEUP_ALPHA_S,
-    SCALEUP_LINK_FRACTION,
+    scaleup_link_fraction,
 )
 from flopwise.units import GB
 
@@ -136,7 +136,7 @@ def tier_for(hw: Hardware, group_size: int, spans_nodes: bool) -> Tier:
         if pcie is not None:
             return pcie
         if hw.scaleup_bw_uni_gbps:
-            base = hw.scaleup_bw_uni_gbps * SCALEUP_LINK_FRACTION
+            base = hw.scaleup_bw_uni_gbps * scaleup_link_fraction(hw.id)
         elif hw.intra_busbw_gbps or ops:
             base = hw.intra_busbw_gbps or min(ops.values())
         else:

@@ -56,6 +56,7 @@ def scaleup_link_fraction(accelerator_id: str) -> float:
     best = longest_id_prefix(accelerator_id, SCALEUP_LINK_FRACTION_BY_PREFIX)
     return SCALEUP_LINK_FRACTION_BY_PREFIX[best] if best else SCALEUP_LINK_FRACTION
 
+
 #: Per-step latency (alpha) of a collective, seconds, on devices whose collectives are not
 #: NCCL/RCCL (TPU ICI, Gaudi RoCE, gloo): NCCL and RCCL groups use NCCL's own tuner latencies
 #: (plan/nccl_latency.py). NCCL small-message all_reduce latency is ~10 us inside an NVLink

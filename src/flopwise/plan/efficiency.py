@@ -48,13 +48,28 @@ SCALEUP_LINK_FRACTION_BY_PREFIX: dict[str, float] = {
 }
 
 
+#: Where each usable link fraction comes from, in words (plans print it beside the busbw).
+SCALEUP_LINK_BASIS_DEFAULT = "NCCL's usable NVLink rate, 20.0 of 25 GB/s per link"
+SCALEUP_LINK_BASIS_BY_PREFIX: dict[str, str] = {
+    prefix: "RCCL's usable xGMI rate, 48 of 64 GB/s per link"
+    for prefix in SCALEUP_LINK_FRACTION_BY_PREFIX
+}
+
+
 def scaleup_link_fraction(accelerator_id: str) -> float:
     """Achievable fraction of an accelerator's catalog scale-up link rate for large
     collectives (SCALEUP_LINK_FRACTION_BY_PREFIX, else SCALEUP_LINK_FRACTION)."""
+    return scaleup_link_basis(accelerator_id)[0]
+
+
+def scaleup_link_basis(accelerator_id: str) -> tuple[float, str]:
+    """(usable fraction of the scale-up link rate, where it comes from) for an accelerator."""
     from flopwise.catalog.accelerators import longest_id_prefix
 
     best = longest_id_prefix(accelerator_id, SCALEUP_LINK_FRACTION_BY_PREFIX)
-    return SCALEUP_LINK_FRACTION_BY_PREFIX[best] if best else SCALEUP_LINK_FRACTION
+    if best:
+        return SCALEUP_LINK_FRACTION_BY_PREFIX[best], SCALEUP_LINK_BASIS_BY_PREFIX[best]
+    return SCALEUP_LINK_FRACTION, SCALEUP_LINK_BASIS_DEFAULT
 
 
 #: Per-step latency (alpha) of a collective, seconds, on devices whose collectives are not

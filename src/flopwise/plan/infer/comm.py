@@ -4,6 +4,7 @@ what one all-reduce costs as the engine dispatches it (NCCL ring or its custom k
 from __future__ import annotations
 
 from flopwise.hardware import Hardware
+from flopwise.plan.efficiency import scaleup_link_basis
 from flopwise.plan.infer.constants import TRTLLM_ALLREDUCE_ONESHOT_BELOW, EngineProfile
 from flopwise.plan.roofline import collective_time_s, tier_for
 from flopwise.units import GB
@@ -22,6 +23,32 @@ def node_gpus(hw: Hardware) -> int:
     from flopwise.catalog.systems import get_system
 
     return max(domain, get_system(hw.system_id).gpus_per_node)
+
+
+def tp_comm_note(hw: Hardware, tp: int) -> str | None:
+    """Where a tensor-parallel group's all-reduce bandwidth comes from, in one line (None for a
+    group of one): measured, the node type's published PCIe row, or the scale-up link rate x
+    the collective library's usable fraction (plan/efficiency.py)."""
+    if tp <= 1:
+        return None
+    spans = tp > node_gpus(hw)
+    tier = tier_for(hw, tp, spans_nodes=spans)
+    bw = tier.bw_for("all_reduce")
+    if "all_reduce" in tier.by_op:  # the tier's per-op rates are measured ones
+        basis = "measured with flopwise bench comms"
+    elif spans:
+        basis = "across nodes: the NICs' line rate x the scale-out fraction"
+    elif tp > max(1, hw.scaleup_domain):
+        basis = f"over PCIe: {hw.system_id}'s published NCCL busbw for {tp} GPUs"
+    else:
+        fraction, source = scaleup_link_basis(hw.id)
+        if not tier.nccl:  # TPU ICI, Gaudi RoCE: no library model of their own links here
+            source += ", taken for lack of one for this device's links"
+        basis = (
+            f"{fraction:.2f} of the {hw.scaleup_bw_uni_gbps or 0:,.0f} GB/s scale-up link rate: "
+            f"{source}; flopwise bench comms measures it"
+        )
+    return f"tensor-parallel all-reduce at {bw:,.0f} GB/s bus bandwidth ({basis})"
 
 
 def allreduce_s(n_bytes: float, tp: int, hw: Hardware, engine: EngineProfile) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from flopwise.plan.infer.comm import tp_comm_note
 from flopwise.plan.infer.constants import EngineProfile
 from flopwise.plan.infer.context import Context
 from flopwise.plan.infer.job import InferJob, Precision
@@ -140,6 +141,9 @@ def assumptions_for(ctx: Context) -> list[str]:
     ]
     if ctx.precision.note:
         out.append(ctx.precision.note)
+    comm = tp_comm_note(ctx.hw, ctx.job.tp)
+    if comm:
+        out.append(comm)
     total = ctx.job.input_len + ctx.job.output_len
     if total > ctx.spec.max_seq_len:
         out.append(

@@ -49,3 +49,15 @@ def test_the_plan_carries_the_note() -> None:
     hw = hardware_from_catalog("mi300x")
     plan = plan_inference(load_model("llama-3.1-70b"), hw, InferJob(tp=8, weight_dtype="fp8"))
     assert any("RCCL's usable xGMI rate" in a for a in plan.assumptions)
+
+
+def test_a_measured_fallback_rate_is_named_as_measured() -> None:
+    from dataclasses import replace
+
+    # no catalog link rate: the tier's measured fallback busbw stands in (roofline.tier_for)
+    hw = replace(
+        hardware_from_catalog("h100-sxm"), scaleup_bw_uni_gbps=None, intra_busbw_gbps=200.0
+    )
+    note = tp_comm_note(hw, 8)
+    assert note is not None
+    assert "at 200 GB/s" in note and "measured with flopwise bench comms" in note

@@ -95,6 +95,9 @@ class Tier:
     # ranks of the group sharing a node (0: the whole group, as inside one node); a scale-out
     # group's rings cross the network only between nodes
     ranks_per_node: int = 0
+    # where bw_gbps comes from: "link" (the catalog's link rate x the usable fraction), "pcie"
+    # (the node type's published NCCL row), "measured" (a bench comms fallback)
+    source: str = "link"
 
     def bw_for(self, op: str) -> float:
         """Bus bandwidth of one collective: measured for that op when known, else the tier's."""
@@ -114,6 +117,7 @@ class Tier:
             {op: min(factor * self.bw_for(op), cap.bw_for(op)) for op in ops},
             self.nccl,
             self.ranks_per_node,
+            self.source,
         )
 
 
@@ -135,23 +139,25 @@ def tier_for(hw: Hardware, group_size: int, spans_nodes: bool) -> Tier:
         pcie = _pcie_tier(hw, group_size, ops)
         if pcie is not None:
             return pcie
+        source = "link"
         if hw.scaleup_bw_uni_gbps:
             base = hw.scaleup_bw_uni_gbps * scaleup_link_fraction(hw.id)
         elif hw.intra_busbw_gbps or ops:
-            base = hw.intra_busbw_gbps or min(ops.values())
+            base, source = hw.intra_busbw_gbps or min(ops.values()), "measured"
         else:
             raise FlopwiseError(f"{hw.id} has no published scale-up bandwidth")
-        return Tier("scale-up", base, SCALEUP_ALPHA_S, ops, _uses_nccl(hw))
+        return Tier("scale-up", base, SCALEUP_ALPHA_S, ops, _uses_nccl(hw), 0, source)
     ops = _measured_ops(hw, "inter")
+    source = "link"
     if hw.inter_bw_per_gpu_gbps:
         base = hw.inter_bw_per_gpu_gbps * SCALEOUT_LINK_FRACTION
     elif hw.inter_busbw_gbps or ops:
-        base = hw.inter_busbw_gbps or min(ops.values())
+        base, source = hw.inter_busbw_gbps or min(ops.values()), "measured"
     else:
         raise FlopwiseError(
             f"{hw.id} has no known scale-out network; pass --system with a node type"
         )
-    return Tier("scale-out", base, SCALEOUT_ALPHA_S, ops, _uses_nccl(hw), 1)
+    return Tier("scale-out", base, SCALEOUT_ALPHA_S, ops, _uses_nccl(hw), 1, source)
 
 
 #: Vendors whose collectives run on NCCL or its fork RCCL (same tuner model).
@@ -174,7 +180,7 @@ def _pcie_tier(hw: Hardware, group_size: int, ops: dict[str, float]) -> Tier | N
         return None
     steps = 2 * (group_size - 1)  # the ring all-reduce's latency terms (collective_time_s)
     alpha = SCALEUP_ALPHA_S if row.latency_us is None else row.latency_us * 1e-6 / steps
-    return Tier("scale-up", row.busbw_gbps, alpha, ops)
+    return Tier("scale-up", row.busbw_gbps, alpha, ops, source="pcie")
 
 
 def collective_time_s(op: str, n_bytes: float, group_size: int, tier: Tier) -> float:

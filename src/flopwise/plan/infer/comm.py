@@ -6,7 +6,7 @@ from __future__ import annotations
 from flopwise.hardware import Hardware
 from flopwise.plan.efficiency import scaleup_link_basis
 from flopwise.plan.infer.constants import TRTLLM_ALLREDUCE_ONESHOT_BELOW, EngineProfile
-from flopwise.plan.roofline import collective_time_s, tier_for
+from flopwise.plan.roofline import Tier, collective_time_s, tier_for
 from flopwise.units import GB
 
 
@@ -25,21 +25,25 @@ def node_gpus(hw: Hardware) -> int:
     return max(domain, get_system(hw.system_id).gpus_per_node)
 
 
+def _tp_tier(hw: Hardware, tp: int) -> tuple[bool, Tier]:
+    """(whether the group spans nodes, the tier its collectives run over) for TP `tp`."""
+    spans = tp > node_gpus(hw)
+    return spans, tier_for(hw, tp, spans_nodes=spans)
+
+
 def tp_comm_note(hw: Hardware, tp: int) -> str | None:
     """Where a tensor-parallel group's all-reduce bandwidth comes from, in one line (None for a
-    group of one): measured, the node type's published PCIe row, or the scale-up link rate x
-    the collective library's usable fraction (plan/efficiency.py)."""
+    group of one): measured, the node type's published PCIe row, or the link rate x its usable
+    fraction (roofline.Tier.source; plan/efficiency.py)."""
     if tp <= 1:
         return None
-    spans = tp > node_gpus(hw)
-    tier = tier_for(hw, tp, spans_nodes=spans)
-    bw = tier.bw_for("all_reduce")
-    if "all_reduce" in tier.by_op:  # the tier's per-op rates are measured ones
+    spans, tier = _tp_tier(hw, tp)
+    if "all_reduce" in tier.by_op or tier.source == "measured":
         basis = "measured with flopwise bench comms"
+    elif tier.source == "pcie":
+        basis = f"over PCIe: {hw.system_id}'s published NCCL busbw for {tp} GPUs"
     elif spans:
         basis = "across nodes: the NICs' line rate x the scale-out fraction"
-    elif tp > max(1, hw.scaleup_domain):
-        basis = f"over PCIe: {hw.system_id}'s published NCCL busbw for {tp} GPUs"
     else:
         fraction, source = scaleup_link_basis(hw.id)
         if not tier.nccl:  # TPU ICI, Gaudi RoCE: no library model of their own links here
@@ -48,6 +52,7 @@ def tp_comm_note(hw: Hardware, tp: int) -> str | None:
             f"{fraction:.2f} of the {hw.scaleup_bw_uni_gbps or 0:,.0f} GB/s scale-up link rate: "
             f"{source}; flopwise bench comms measures it"
         )
+    bw = tier.bw_for("all_reduce")
     return f"tensor-parallel all-reduce at {bw:,.0f} GB/s bus bandwidth ({basis})"
 
 
@@ -65,8 +70,7 @@ def allreduce_s(n_bytes: float, tp: int, hw: Hardware, engine: EngineProfile) ->
     """
     if tp <= 1 or n_bytes <= 0:
         return 0.0
-    spans = tp > node_gpus(hw)
-    tier = tier_for(hw, tp, spans_nodes=spans)
+    spans, tier = _tp_tier(hw, tp)
     ring = collective_time_s("all_reduce", n_bytes, tp, tier)
     if spans or tp > max(1, hw.scaleup_domain):
         return ring

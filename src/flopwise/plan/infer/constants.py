@@ -199,6 +199,12 @@ SCALED_GEMM_DTYPES: tuple[str, ...] = ("fp8", "fp4")
 #: for engines whose prefill attention runs FP8 (EngineProfile.fp8_context_attention).
 FP8_ATTENTION_SPEEDUP = 1200.0 / 740.0
 
+#: The fused attention kernel a serving engine's prefill runs, for devices where kernels were
+#: timed (plan/attention_rate.py): the Hopper-native class ("flash": cuDNN/FlashAttention-3,
+#: TensorRT-LLM's context FMHA; vLLM on Hopper defaults to FlashAttention-3 since v0.7 and
+#: SGLang to FA3/FlashInfer), not FlashAttention-2.
+PREFILL_ATTENTION_KERNEL = "flash"
+
 #: Bytes of all-reduced activations per element: engines reduce in bf16/fp16 even with fp8 GEMMs
 #: (TensorRT-LLM and vLLM custom all-reduce kernels operate on 16-bit tensors).
 ALLREDUCE_ELEMENT_BYTES = 2.0

@@ -63,5 +63,5 @@ def make_context(
     shard = make_shard(
         spec, job.tp, job.pp, precision.weight, precision.kv, job.ep, job.attention_dp
     )
-    rates = make_rates(hw, engine, precision.act, precision.weight, spec)
+    rates = make_rates(hw, engine, precision.act, precision.weight, spec, job.input_len)
     return Context(spec, hw, job, engine, precision, shard, rates)

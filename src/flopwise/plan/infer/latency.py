@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from flopwise.hardware import Hardware
 from flopwise.plan.attention_head_dim import head_dim_factor
+from flopwise.plan.attention_rate import fused_attention_rate
 from flopwise.plan.efficiency import KERNEL_LAUNCH_S
 from flopwise.plan.gemm import compute_efficiency, shape_correction
 from flopwise.plan.infer.comm import allreduce_s, node_gpus
@@ -25,6 +26,7 @@ from flopwise.plan.infer.constants import (
     ALLREDUCE_ELEMENT_BYTES,
     ELEMENTWISE_KERNELS_PER_LAYER,
     FP8_ATTENTION_SPEEDUP,
+    PREFILL_ATTENTION_KERNEL,
     RIDGE_SMOOTHING_P,
     SCALED_GEMM_DTYPES,
     EngineProfile,
@@ -135,6 +137,9 @@ class Rates:
     act_bytes: float  # bytes per GEMM input element
     weight_bytes: float  # bytes per weight element
     act_dtype: str = "bf16"  # GEMM input dtype (for the shape model and measured shapes)
+    #: where attn_flops_s comes from: "engine" (the engine's fraction of the GEMM ceiling),
+    #: "measured" (bench attention on this device) or "die" (the GH100 die's measured curve)
+    attn_basis: str = "engine"
 
 
 def make_rates(
@@ -143,20 +148,42 @@ def make_rates(
     act_dtype: str,
     weight_dtype: str,
     spec: ModelSpec | None = None,
+    prompt_len: float | None = None,
 ) -> Rates:
     """The deployment's rates; with the model's `spec`, prefill attention at its head dimension
-    (the engine's fraction holds at 128: plan/attention_head_dim.py)."""
+    (the engine's fraction holds at 128: plan/attention_head_dim.py).
+
+    Prefill attention: where the fused kernel has been timed on this device (``bench
+    attention``) or its die (GH100), the measured rate at the prompt's `prompt_len` keys x the
+    die's sustained fraction, as a training step prices it (plan/attention_rate.py); elsewhere
+    the engine's fraction of the GEMM ceiling (``prefill_attention_fraction``)."""
     # GEMMs run at the share of their ceiling the die sustains under load, as in training
     gemm = achievable_matmul_tflops(hw, act_dtype) * TERA * sustained_gemm_fraction(hw)
     gemm *= engine.fp8_gemm_fraction if act_dtype in SCALED_GEMM_DTYPES else engine.gemm_fraction
     attn_dtype = "bf16" if ("bf16" in hw.matmul_tflops or "bf16" in hw.peak_tflops) else act_dtype
-    attn = achievable_matmul_tflops(hw, attn_dtype) * TERA * engine.prefill_attention_fraction
     speedup = 1.0
     if act_dtype == "fp8" and engine.fp8_context_attention:
         speedup = FP8_ATTENTION_SPEEDUP  # FP8 context FMHA (trtllm-bench's FP8 builds)
-        attn *= speedup
+    attn = achievable_matmul_tflops(hw, attn_dtype) * TERA * engine.prefill_attention_fraction
+    attn_basis = "engine"
     if spec is not None:
         attn *= head_dim_factor(hw.id, spec.head_dim, spec.v_head_dim, "fwd", speedup)
+        peak16 = hw.peak(attn_dtype) * TERA if attn_dtype in hw.peak_tflops else 0.0
+        if prompt_len and peak16 > 0:
+            fused = fused_attention_rate(
+                hw,
+                PREFILL_ATTENTION_KERNEL,
+                "fwd",
+                prompt_len,
+                peak16,
+                spec.head_dim,
+                spec.v_head_dim,
+                speedup,
+            )
+            if fused.measured:
+                attn = peak16 * sustained_gemm_fraction(hw) * fused.fraction
+                attn_basis = fused.basis
+    attn *= speedup
     bw = memory_bw_bytes_per_s(hw)
     return Rates(
         gemm_flops_s=gemm,
@@ -166,6 +193,7 @@ def make_rates(
         act_bytes=DTYPE_BYTES[act_dtype],
         weight_bytes=DTYPE_BYTES[weight_dtype],
         act_dtype=act_dtype,
+        attn_basis=attn_basis,
     )
 
 

@@ -102,7 +102,9 @@ def add_speculation(ctx: Context, plan: InferPlan, draft: DraftConfig) -> InferP
         ctx,
         spec=draft.model,
         shard=d_shard,
-        rates=make_rates(ctx.hw, ctx.engine, ctx.precision.act, ctx.precision.weight, draft.model),
+        rates=make_rates(
+            ctx.hw, ctx.engine, ctx.precision.act, ctx.precision.weight, draft.model, job.input_len
+        ),
     )
     k = draft.tokens
     draft_step = decode_phase(d_ctx, batch).time_s - ctx.engine.step_overhead_s

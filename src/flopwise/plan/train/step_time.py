@@ -16,17 +16,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from flopwise.plan.attention_head_dim import head_dim_factor
+from flopwise.plan.attention_rate import fused_attention_rate
 from flopwise.plan.efficiency import (
     ATTENTION_BWD_FLOP_FACTOR,
-    ATTENTION_BWD_FRACTION,
-    ATTENTION_FWD_FRACTION,
-    FA2_ON_HOPPER_BWD_FRACTION,
-    FA2_ON_HOPPER_FWD_FRACTION,
-    GH100_PREFIXES,
-    HOPPER_OR_NEWER_PREFIXES,
-    gh100_attention_fraction,
-    rate_at_length,
 )
 from flopwise.plan.roofline import Tier, collective_time_s, gemm_time_s
 from flopwise.units import GB
@@ -281,26 +273,15 @@ def _attention_core(ctx: ModelContext, t: float, tp: int, mb: int, cp: int) -> t
     if kernel in ("flash", "flash2"):
         flops = ctx.attn_fwd_flops_per_token_layer * t / tp  # causal: masked blocks skipped
         rate = ctx.peak16_flops * ctx.compute_fraction
-        f_fwd, f_bwd = ATTENTION_FWD_FRACTION, ATTENTION_BWD_FRACTION
-        ref_dim = 128.0
         s = ctx.job.seq_len / cp  # the kernel's sequence: one context-parallel chunk
-        curve = ctx.hw.attention_tflops_curve
-        if curve:
-            # measured on this device (bench attention): its SDPA kernel by sequence length,
-            # whichever kernel the profile names (the measurement is what this stack runs)
-            f_fwd = rate_at_length(*curve["fwd"], s) * 1e12 / ctx.peak16_flops
-            f_bwd = rate_at_length(*curve.get("bwd", curve["fwd"]), s) * 1e12 / ctx.peak16_flops
-            ref_dim = float(ctx.hw.attention_head_dim or 128)
-        elif ctx.hw.id.startswith(GH100_PREFIXES):
-            # measured on the die, by sequence length
-            f_fwd = gh100_attention_fraction(kernel, "fwd", s)
-            f_bwd = gh100_attention_fraction(kernel, "bwd", s)
-        elif kernel == "flash2" and ctx.hw.id.startswith(HOPPER_OR_NEWER_PREFIXES):
-            f_fwd, f_bwd = FA2_ON_HOPPER_FWD_FRACTION, FA2_ON_HOPPER_BWD_FRACTION
-        # the rates above hold at head dimension 128; the softmax's exponentials weigh more
-        # against smaller heads' matmuls (plan/attention_head_dim.py)
-        f_fwd *= head_dim_factor(ctx.hw.id, m.head_dim, m.v_head_dim, "fwd", reference_dim=ref_dim)
-        f_bwd *= head_dim_factor(ctx.hw.id, m.head_dim, m.v_head_dim, "bwd", reference_dim=ref_dim)
+        # measured on this device (bench attention) or its die by sequence length, else the
+        # papers' fractions, at the model's head dimension (plan/attention_rate.py)
+        f_fwd, f_bwd = (
+            fused_attention_rate(
+                ctx.hw, kernel, d, s, ctx.peak16_flops, m.head_dim, m.v_head_dim
+            ).fraction
+            for d in ("fwd", "bwd")
+        )
         fwd = flops / (rate * f_fwd)
         bwd = ATTENTION_BWD_FLOP_FACTOR * flops / (rate * f_bwd)
         return fwd, bwd

@@ -1,0 +1,94 @@
+"""What a fused causal attention kernel reaches on a device, by sequence length and head dim.
+
+One function for both planners: the training step prices its attention forward and backward
+with it (plan/train/step_time.py), a serving engine its prefill attention (plan/infer/latency.py
+make_rates), so a kernel measured once (``flopwise bench attention``, or the GH100 die's
+measured curve in plan/efficiency.py) moves both plans the same way.
+
+Where the rate comes from, first match wins:
+
+1. ``measured``: this device's own ``bench attention`` curve (its SDPA kernel, whatever the
+   framework names: the measurement is what this stack runs), rate_inf x s / (s + s_half),
+   at the head dimension it was measured at;
+2. ``die``: the GH100 die's curve measured per kernel ("flash", "flash2") on an H100
+   (efficiency.GH100_ATTENTION), at head dimension 128;
+3. ``fa2-on-hopper``: FlashAttention-2 named on a Hopper-or-newer GPU, the FlashAttention-3
+   paper's figures for it (efficiency.FA2_ON_HOPPER_*_FRACTION);
+4. ``papers``: the FlashAttention papers' fractions of peak (efficiency.ATTENTION_*_FRACTION).
+
+Every fraction is of the device's dense 16-bit peak and is then scaled to the model's head
+dimension (plan/attention_head_dim.py). The caller multiplies by the die's sustained fraction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flopwise.hardware import Hardware
+from flopwise.plan.attention_head_dim import REFERENCE_HEAD_DIM, head_dim_factor
+from flopwise.plan.efficiency import (
+    ATTENTION_BWD_FRACTION,
+    ATTENTION_FWD_FRACTION,
+    FA2_ON_HOPPER_BWD_FRACTION,
+    FA2_ON_HOPPER_FWD_FRACTION,
+    GH100_PREFIXES,
+    HOPPER_OR_NEWER_PREFIXES,
+    gh100_attention_fraction,
+    rate_at_length,
+)
+
+#: Bases of a rate that rest on a kernel timed on this device or its die.
+MEASURED_BASES: tuple[str, ...] = ("measured", "die")
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionRate:
+    """A fused attention kernel's achieved fraction of the dense 16-bit peak, and its basis."""
+
+    fraction: float
+    basis: str  # "measured" | "die" | "fa2-on-hopper" | "papers"
+
+    @property
+    def measured(self) -> bool:
+        return self.basis in MEASURED_BASES
+
+
+def fused_attention_rate(
+    hw: Hardware,
+    kernel: str,
+    direction: str,
+    seq_len: float,
+    peak16_flops: float,
+    head_dim: float,
+    v_head_dim: float | None = None,
+    matmul_speedup: float = 1.0,
+) -> AttentionRate:
+    """Fraction of `peak16_flops` a fused causal attention kernel ("flash" or "flash2") reaches
+    in `direction` ("fwd" or "bwd") over `seq_len` keys, at the model's head dimensions.
+
+    `matmul_speedup` > 1 when the kernel's matmuls run faster than 16-bit (FP8 attention); it
+    only weighs the exponentials against the matmuls in the head-dim scaling, the caller
+    multiplies the rate by it.
+    """
+    if direction not in ("fwd", "bwd"):
+        raise ValueError(f"direction {direction!r}: expected 'fwd' or 'bwd'")
+    reference = REFERENCE_HEAD_DIM
+    curve = hw.attention_tflops_curve
+    if curve and peak16_flops > 0:
+        rate_inf, s_half = curve.get(direction, curve["fwd"])
+        fraction = rate_at_length(rate_inf, s_half, seq_len) * 1e12 / peak16_flops
+        reference = float(hw.attention_head_dim or REFERENCE_HEAD_DIM)
+        basis = "measured"
+    elif hw.id.startswith(GH100_PREFIXES):
+        fraction = gh100_attention_fraction(kernel, direction, seq_len)
+        basis = "die"
+    elif kernel == "flash2" and hw.id.startswith(HOPPER_OR_NEWER_PREFIXES):
+        fraction = FA2_ON_HOPPER_FWD_FRACTION if direction == "fwd" else FA2_ON_HOPPER_BWD_FRACTION
+        basis = "fa2-on-hopper"
+    else:
+        fraction = ATTENTION_FWD_FRACTION if direction == "fwd" else ATTENTION_BWD_FRACTION
+        basis = "papers"
+    fraction *= head_dim_factor(
+        hw.id, head_dim, v_head_dim, direction, matmul_speedup, reference_dim=reference
+    )
+    return AttentionRate(fraction, basis)

@@ -150,7 +150,8 @@ INFER_FLAGS: list[JobFlag] = [
         "engine-max-batch",
         "the engine's build-time sequence slots (TensorRT-LLM max_batch_size, vLLM "
         "--max-num-seqs); sizes its per-slot runtime/decoder buffers and caps the running "
-        "requests; default: the engine's, or as trtllm-bench build --dataset picks it",
+        "requests (TensorRT-LLM with --pp: per pipeline micro-batch, pp of them in flight); "
+        "default: the engine's, or as trtllm-bench build --dataset picks it",
         kinds=_I,
         parse=_positive_int,
         metavar="N",

@@ -28,7 +28,11 @@ from flopwise.plan.infer.memory import MemoryPlan, plan_memory
 from flopwise.plan.infer.phases import Phase, prefill_phase
 from flopwise.plan.infer.planner import fit_suggestion
 from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
-from flopwise.plan.infer.trtllm_build import EngineBuild, built_engine
+from flopwise.plan.infer.trtllm_build import (
+    PIPELINE_MICRO_BATCH_SOURCE,
+    EngineBuild,
+    built_engine,
+)
 
 
 def sized_context(ctx: Context) -> tuple[Context, EngineBuild | None]:
@@ -207,14 +211,23 @@ def build_extras(build: EngineBuild | None) -> dict[str, int]:
 def build_note(build: EngineBuild | None) -> tuple[str, ...]:
     if build is None:
         return ()
+    stages: tuple[str, ...] = ()
+    if build.micro_batches > 1:
+        stages = (
+            f"{build.micro_batches} pipeline micro-batches in flight: up to "
+            f"{build.max_batch_size * build.micro_batches:,} sequences at once "
+            f"({PIPELINE_MICRO_BATCH_SOURCE})",
+        )
     if build.kv_requests_estimate is None:
         return (
             f"engine built with max_batch_size {build.max_batch_size}, max_num_tokens "
             f"{build.max_num_tokens} (given); its runtime and decoder buffers are sized by "
             "the batch, its activations by the tokens",
+            *stages,
         )
     return (
         f"engine built as trtllm-bench build --dataset sizes it: max_batch_size "
         f"{build.max_batch_size}, max_num_tokens {build.max_num_tokens} (its estimate: "
         f"{build.kv_requests_estimate:,.0f} requests fit the KV cache)",
+        *stages,
     )

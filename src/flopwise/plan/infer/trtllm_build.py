@@ -26,7 +26,9 @@ lengths with the heuristic in tensorrt_llm/bench/build/tuning.py (``calc_engine_
   to 256 with a floor of 2048 below 4096, to 512 below 8192, else to 1024.
 
 The runtime then caps the running requests at max_batch_size ("Max Runtime Batch Size" in the
-trtllm-bench report) and its step at max_num_tokens ("Max Runtime Tokens").
+trtllm-bench report) and its step at max_num_tokens ("Max Runtime Tokens"), per pipeline
+micro-batch: with pipeline parallelism it keeps pp micro-batches in flight (the heuristic's
+division by pp above), so pp x max_batch_size sequences run at once (PIPELINE_MICRO_BATCH_SOURCE).
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ class EngineBuild:
     max_num_tokens: int
     kv_requests_estimate: float | None  # trtllm-bench's own estimate of requests that fit
     source: str
+    #: pipeline micro-batches the runtime keeps in flight, each up to max_batch_size sequences
+    #: and max_num_tokens tokens (PIPELINE_MICRO_BATCH_SOURCE)
+    micro_batches: int = 1
 
 
 def _round_batch(raw: float) -> int:
@@ -168,8 +173,27 @@ def built_engine(
             kv_requests_estimate=None,
             source="given (--engine-max-batch / --engine-max-tokens)",
         )
-    sized = replace(engine, max_num_seqs=build.max_batch_size, max_num_tokens=build.max_num_tokens)
+    # with pipeline parallelism the runtime keeps one micro-batch per stage in flight, each up
+    # to the engine's sizes, so it holds pp x max_batch_size sequences at once
+    mb = max(1, pp)
+    build = replace(build, micro_batches=mb)
+    sized = replace(
+        engine, max_num_seqs=build.max_batch_size * mb, max_num_tokens=build.max_num_tokens * mb
+    )
     return sized, build
+
+
+#: Where the per-micro-batch sizes come from: TensorRT-LLM's C++ batch manager sets
+#: mNumMicroBatches to the pipeline-parallel size and sizes its capacity scheduler
+#: getMaxBatchSize() * mNumMicroBatches (cpp/tensorrt_llm/batch_manager/
+#: trtGptModelInflightBatching.cpp); its PyTorch backend allocates max_num_sequences =
+#: max_batch_size * mapping.pp_size sequence slots (tensorrt_llm/_torch/pyexecutor/_util.py).
+PIPELINE_MICRO_BATCH_SOURCE = (
+    "TensorRT-LLM keeps one micro-batch per pipeline stage in flight, each up to "
+    "max_batch_size / max_num_tokens (batch manager: CapacityScheduler(getMaxBatchSize() * "
+    "mNumMicroBatches), mNumMicroBatches = pp; PyTorch backend: max_num_sequences = "
+    "max_batch_size * pp_size)"
+)
 
 
 def with_engine_sizes(

@@ -73,16 +73,18 @@ def test_cli_json_and_text_show_the_range() -> None:
 
 
 def test_a_weight_dtype_no_published_row_scores_is_labelled_assumed() -> None:
-    # the serving validation scores 16-bit and FP8 weights; an NVFP4 plan says its precision is
-    # modelled, not validated, and a bf16 plan (same kernels as the scored fp16) does not
+    # the serving validation scores 16-bit, FP8 and NVFP4 weights (TensorRT-LLM 1.0's B200/GB200
+    # tables); an int4 weight-only plan says its precision is modelled, not validated, and a
+    # bf16 plan (same kernels as the scored fp16) does not
     from flopwise.plan.infer.uncertainty import validation_assumptions
 
-    fp4 = validation_assumptions("h200-sxm", "fp4")
-    assert len(fp4) == 1 and "fp4 weights" in fp4[0] and "16-bit, fp8" in fp4[0]
+    int4 = validation_assumptions("h200-sxm", "int4")
+    assert len(int4) == 1 and "int4 weights" in int4[0] and "16-bit, fp4, fp8" in int4[0]
     assert validation_assumptions("h200-sxm", "bf16") == ()
     assert validation_assumptions("h200-sxm", "fp8") == ()
-    both = validation_assumptions("b200", "fp4")
-    assert len(both) == 2 and "validate b200" in both[0]
+    assert validation_assumptions("b200", "fp4") == ()
+    both = validation_assumptions("b300", "int4")
+    assert len(both) == 2 and "validate b300" in both[0]
 
 
 def test_an_engine_or_model_class_no_row_scores_on_the_accelerator_is_labelled_assumed() -> None:

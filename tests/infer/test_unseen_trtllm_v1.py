@@ -18,9 +18,10 @@ bias -6.3% (the planner is a little slow on the newer runtime); worst -23.7% (70
 sustained fraction (2026-11-24; FP8 on GH100 0.75 -> 0.73 of MAMF): MAPE 8.6%, bias -7.5%,
 worst -25.4% and +12.1% (the same rows).
 
-Not posed: the B200/GB200 columns (NVFP4 weights on accelerators no serving row validates),
-the RTX 6000 Pro tables (pipeline parallel over PCIe), and the MoE models (Llama 4, Qwen3,
-with attention data parallelism).
+Not posed here: the B200/GB200 columns (NVFP4), the RTX 6000 Pro tables (pipeline parallel
+over PCIe) and the MoE models (Llama 4, Qwen3, with attention data parallelism). Since
+2026-11-24 the whole edition, these included, is scored by `flopwise validate` as the unseen
+family `trtllm10` (docs/inference-validation.md "Unseen rows").
 """
 
 from __future__ import annotations

@@ -423,6 +423,24 @@ def show_inference_validation(rep: dict[str, Any], rows: bool = False) -> None:
             _pct(ins["bias_pct"], signed=True),
         )
     ]
+    unseen = rep.get("unseen") or {}
+    for label, key in (
+        ("unseen (" + ", ".join(unseen.get("families", {})) + ")", "summary"),
+        ("in view", "in_view"),
+    ):
+        u = unseen.get(key) or {}
+        if u.get("n"):
+            overall.append(
+                (
+                    label,
+                    str(u["n"]),
+                    _pct(u["mape_pct"]),
+                    _pct(u["max_abs_error_pct"]),
+                    _pct(u["bias_pct"], signed=True),
+                    "",
+                    "",
+                )
+            )
     fitted = "; ".join(
         f"{name} = {f['shipped']} ({'fitted' if f['fitted'] else 'hand-set'}; a fit per "
         "held-out family would pick "
@@ -435,6 +453,11 @@ def show_inference_validation(rep: dict[str, Any], rows: bool = False) -> None:
         f"out of sample = {rep.get('cross_validation', 'cross-validated')}; "
         f"80% interval coverage out of sample: {_pct(cov)}; {fitted}"
     )
+    if unseen.get("families"):
+        caption += (
+            "; unseen: families added after the modelling choices (nothing fitted or chosen "
+            "with them in view); in view: their rows a later choice was made with"
+        )
     out.print(
         table(
             "Validation: inference (out of sample; in-sample beside)",

@@ -26,7 +26,7 @@ from typing import Any
 from flopwise.errors import FlopwiseError
 from flopwise.plan.infer.constants import FP8_GEMM_FRACTION, get_engine
 from flopwise.plan.infer.uncertainty import weight_class
-from flopwise.validate.inference_rows import PosedRow, Unposed, posed_rows
+from flopwise.validate.inference_rows import UNSEEN_FAMILIES, PosedRow, Unposed, posed_rows
 from flopwise.validate.scoring import (
     by_group,
     error_pct,
@@ -76,7 +76,10 @@ def _plan_row(
         output_len=row.output_len,
         batch=row.batch,
         tp=row.tp,
-        replicas=max(1, row.gpus // row.tp),
+        pp=row.pp,
+        replicas=max(1, row.gpus // (row.tp * row.pp)),
+        ep=row.ep,
+        attention_dp=row.attention_dp,
         weight_dtype=row.weight_dtype,
         kv_dtype=row.kv_dtype,
         engine=engine_name,
@@ -298,6 +301,25 @@ class InferenceValidation:
         ins = {g.group: g.summary for g in by_group(self.rows, key, lambda s: s.error_pct)}
         return [{**g.to_dict(name), "in_sample": ins[g.group].to_dict()} for g in oos]
 
+    def _unseen(self) -> dict[str, Any]:
+        """Rows of the families added after the planner's modelling choices (UNSEEN_FAMILIES):
+        the serving model's error on jobs it has never seen; rows a later choice was made with
+        in view are summarised apart."""
+        fresh = [s for s in self.rows if s.target.row.family in UNSEEN_FAMILIES]
+        unseen = [s for s in fresh if not s.target.row.in_view]
+        seen = [s for s in fresh if s.target.row.in_view]
+        return {
+            "families": dict(UNSEEN_FAMILIES),
+            "summary": summarize(s.error_oos_pct for s in unseen).to_dict(),
+            "in_view": summarize(s.error_oos_pct for s in seen).to_dict(),
+            "by_accelerator": [
+                g.to_dict("accelerator")
+                for g in by_group(
+                    unseen, lambda s: s.target.row.accelerator, lambda s: s.error_oos_pct
+                )
+            ],
+        }
+
     def to_dict(self) -> dict[str, Any]:
         oos = summarize(s.error_oos_pct for s in self.rows)
         ins = summarize(s.error_pct for s in self.rows)
@@ -313,6 +335,7 @@ class InferenceValidation:
             "by_accelerator": self._groups(lambda s: s.target.row.accelerator, "accelerator"),
             "by_metric": self._groups(lambda s: s.target.metric, "metric"),
             "by_regime": self._groups(lambda s: serving_regime(s.target.row), "regime"),
+            "unseen": self._unseen(),
             "interval_coverage_pct": self.interval_coverage_pct,
             "fitted": self.fitted,
             "posed_rows": self.posed,

@@ -21,6 +21,11 @@ How each source is posed (see NOTES.md "Inference rows"):
 - ``rocmvllm`` (AMD's vLLM docker throughput tables on MI300X, ``benchmark_throughput.py``:
   every prompt submitted at once with ``--max-num-seqs`` equal to their number): ``--num-requests
   N --batch N --engine vllm``.
+- ``trtllm10`` (perf-overview 1.0, ``trtllm-bench throughput --backend pytorch``, the same
+  dataset sizes): posed as ``trtllm014``; NVFP4 columns as ``--weight-dtype fp4 --kv-dtype
+  fp8``; the RTX PRO 6000 tables' TPxPP layouts with ``--pp`` inside the 8-GPU RTX PRO Server;
+  MoE models with ``--ep`` = TP and ``--attention-dp`` (the doc's MoE options; its
+  ``$ep_size`` is not published per row). Unseen: scored apart (UNSEEN_FAMILIES).
 - ``sglang030`` (ShareGPT, request rates) and ``lambda_vllm054`` (lengths not stated): skipped.
 
 FP8 rows are fp8 weights, activations and KV cache (TensorRT-LLM perf docs: "If you specify FP8
@@ -56,12 +61,15 @@ ACCELERATORS: Mapping[str, str] = MappingProxyType(
         "MI300X": "mi300x",
         "MI325X": "mi325x",
         "MI355X": "mi355x",
+        "B200-180GB": "b200",
+        "GB200-192GB": "gb200",
+        "RTX-PRO-6000": "rtx-pro-6000",
     }
 )
 
 #: Node type named for tensor parallelism on PCIe cards (8-GPU PCIe servers, systems.csv).
 PCIE_SYSTEMS: Mapping[str, str] = MappingProxyType(
-    {"l40s": "pcie-l40s-8x", "a100-pcie-80gb": "pcie-a100-8x"}
+    {"l40s": "pcie-l40s-8x", "a100-pcie-80gb": "pcie-a100-8x", "rtx-pro-6000": "rtx-pro-server"}
 )
 
 #: Model labels (lower case, first match wins) -> catalog ids. NOTES.md: the 0.9.0 doc's
@@ -73,6 +81,11 @@ MODELS: tuple[tuple[str, str], ...] = (
     ("llama 3.1 8b", "llama-3.1-8b"),
     ("llama 3.1 70b", "llama-3.1-70b"),
     ("llama 3.1 405b", "llama-3.1-405b"),
+    ("llama 3.3 70b", "llama-3.3-70b"),
+    ("llama 4 scout", "llama-4-scout"),
+    ("llama 4 maverick", "llama-4-maverick"),
+    ("qwen3-235b-a22b", "qwen3-235b-a22b"),
+    ("qwen3-30b-a3b", "qwen3-30b-a3b"),
     ("llama-3.1-8b", "llama-3.1-8b"),
     ("llama-3.1-70b", "llama-3.1-70b"),
     ("llama-3.1-405b", "llama-3.1-405b"),
@@ -88,6 +101,7 @@ FAMILIES: tuple[tuple[str, str], ...] = (
     ("trtllm014_", "trtllm014"),
     ("trtllm015_", "trtllm015"),
     ("trtllm017_", "trtllm017"),
+    ("trtllm10_", "trtllm10"),
     ("trtllm09_", "trtllm09"),
     ("trtllm05_", "trtllm05"),
     ("rocmvllm_", "rocmvllm"),
@@ -130,10 +144,15 @@ class PosedRow:
     allow_long_context: bool = False
     #: the source's FP8 engine ran 16-bit context attention (--no-fp8-context-attention)
     fp8_context_attention: bool | None = None
+    pp: int = 1  # pipeline stages (--pp), as the source's TPxPP layout states
+    ep: int = 1  # expert-parallel groups inside the TP group (--ep)
+    attention_dp: bool = False  # attention data parallelism over the TP ranks (--attention-dp)
+    #: a modelling choice was made with this row in view (its notes say "IN VIEW:")
+    in_view: bool = False
 
     @property
     def is_moe(self) -> bool:
-        return self.model.startswith("mixtral")
+        return _is_moe(self.model)
 
     @property
     def command(self) -> str:
@@ -141,7 +160,10 @@ class PosedRow:
         parts = ["flopwise", "plan", "infer", self.model, "--accelerator", self.accelerator]
         if self.system:
             parts += ["--system", self.system]
-        parts += ["--tp", str(self.tp), "--gpus", str(self.gpus)]
+        parts += ["--tp", str(self.tp)]
+        if self.pp > 1:
+            parts += ["--pp", str(self.pp)]
+        parts += ["--gpus", str(self.gpus)]
         if self.num_requests is not None:
             parts += ["--num-requests", str(self.num_requests)]
             if self.batch is not None:  # the engine's sequence cap the source set
@@ -162,8 +184,24 @@ class PosedRow:
         if self.fp8_context_attention is not None:
             no = "" if self.fp8_context_attention else "no-"
             parts += [f"--{no}fp8-context-attention"]
+        if self.ep > 1:
+            parts += ["--ep", str(self.ep)]
+        if self.attention_dp:
+            parts += ["--attention-dp"]
         return " ".join(parts)
 
+
+#: Families added after every modelling choice that shaped the planner: nothing was fitted to
+#: them and no choice made with them in view, except rows whose notes say "IN VIEW:" (then
+#: scored apart). validate reports them as the serving model's unseen error.
+UNSEEN_FAMILIES: Mapping[str, str] = MappingProxyType(
+    {
+        "trtllm10": "TensorRT-LLM 1.0 perf-overview (B200, GB200, RTX PRO 6000, H200, H100), added 2026-11-24"
+    }
+)
+
+#: The marker of a row a modelling choice was made with in view.
+IN_VIEW_MARKER = "IN VIEW:"
 
 #: Families whose FP8 engines ran 16-bit context attention: the 0.9.0 performance doc's
 #: reproduction commands build with ``trtllm-build ... --context_fmha enable`` and no
@@ -222,6 +260,19 @@ def _max_num_tokens(notes: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+#: How a row states a pipeline-parallel layout (TensorRT-LLM 1.0's RTX PRO 6000 tables).
+_LAYOUT = re.compile(r"Layout TPxPP (\d+)x(\d+)")
+
+#: How a row says its MoE model ran expert parallelism over the TP group with attention data
+#: parallelism (TensorRT-LLM 1.0's MoE commands: --ep $ep_size, enable_attention_dp: true).
+_EP_OVER_TP = "posed with expert parallelism over the TP group and attention data parallelism"
+
+
+def _pipeline(notes: str) -> int:
+    m = _LAYOUT.search(notes)
+    return int(m.group(2)) if m else 1
+
+
 def _memory_fraction(notes: str) -> float | None:
     m = _MEMORY_FRACTION.search(notes)
     return float(m.group(1)) if m else None
@@ -238,6 +289,8 @@ def _precision(label: str) -> tuple[str, str, str] | None:
             "'FP8' read as fp8 weights, activations and KV cache, as in the TensorRT-LLM "
             "performance docs of the same period",
         )
+    if text.startswith("fp4 (nvfp4"):
+        return "fp4", "fp8", ""  # --weight-dtype fp4: NVFP4 W4A4, as TensorRT-LLM runs it
     if text.startswith("fp16"):
         return "fp16", "fp16", ""
     if text.startswith("bf16"):
@@ -288,7 +341,10 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
     if missing or prec is None or engine is None or model is None or acc is None:
         return Unposed(rid, fam, "not in the catalog: " + ", ".join(missing))
     tp = _int(r["tp"]) or 1
-    gpus = _int(r["num_gpus"]) or tp
+    notes = r.get("notes", "")
+    pp = _pipeline(notes)
+    gpus = _int(r["num_gpus"]) or tp * pp
+    ep_over_tp = _EP_OVER_TP in notes and tp > 1
     sizes = preset_sizes(fam, model, tp, isl + osl)
     measured = {metric: float(r[col]) for metric, col in METRIC_COLUMNS if r.get(col, "").strip()}
     return PosedRow(
@@ -296,7 +352,7 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
         family=fam,
         model=model,
         accelerator=acc,
-        system=PCIE_SYSTEMS.get(acc) if tp > 1 else None,
+        system=PCIE_SYSTEMS.get(acc) if tp * pp > 1 else None,
         input_len=isl,
         output_len=osl,
         # an offline run's stated batch is the engine's sequence cap (--max-num-seqs)
@@ -309,13 +365,25 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
         measured=MappingProxyType(measured),
         note=prec[2],
         num_requests=_num_requests(r.get("notes", "")) if continuous else None,
-        memory_fraction=_memory_fraction(r.get("notes", "")),
+        memory_fraction=_memory_fraction(notes),
         engine_max_batch=None if sizes is None else sizes[0],
         engine_max_tokens=_max_num_tokens(r.get("notes", "")) if sizes is None else sizes[1],
         # the published run went past the model's context: its engine was built for it
         allow_long_context=isl + osl > _context_tokens(model),
         fp8_context_attention=False if fam in FP16_CONTEXT_FMHA and prec[0] == "fp8" else None,
+        pp=pp,
+        ep=tp if ep_over_tp else 1,
+        attention_dp=ep_over_tp,
+        in_view=IN_VIEW_MARKER in notes,
     )
+
+
+@functools.cache
+def _is_moe(model: str) -> bool:
+    """Whether the catalog model routes tokens to experts."""
+    from flopwise.workload.hf import load_model
+
+    return load_model(model).is_moe
 
 
 @functools.cache

@@ -143,15 +143,15 @@ def assumptions_for(ctx: Context) -> list[str]:
         out.append(ctx.precision.note)
     if ctx.rates.attn_basis != "engine":
         where = (
-            "measured on this device (flopwise bench attention)"
+            "the fused kernel measured on this device (flopwise bench attention)"
             if ctx.rates.attn_basis == "measured"
-            else "the GH100 die's fused-attention curve measured on an H100 (plan/efficiency.py "
-            "GH100_ATTENTION)"
+            else "the GH100 die's fused-attention curve, measured on an H100 (plan/efficiency.py "
+            "GH100_ATTENTION),"
         )
         out.append(
-            f"prefill attention at {ctx.rates.attn_flops_s / TERA:,.0f} TFLOPS per GPU: the fused "
-            f"kernel {where} at the prompt's {ctx.job.input_len:,} tokens x the die's sustained "
-            "fraction, as a training step prices it"
+            f"prefill attention at {ctx.rates.attn_flops_s / TERA:,.0f} TFLOPS per GPU: {where} "
+            f"at the prompt's {ctx.job.input_len:,} tokens x the die's sustained fraction, as a "
+            "training step prices it"
         )
     comm = tp_comm_note(ctx.hw, ctx.job.tp)
     if comm:

@@ -130,7 +130,10 @@ def scored_grid_modes(engines: Sequence[str]) -> tuple[str, ...]:
 
 
 def _uses_fp8(row: PosedRow) -> bool:
-    return row.weight_dtype == "fp8"
+    """Rows whose predictions read the fp8 fraction grid: fp8 rows of the families a fit may
+    see. Unseen families (UNSEEN_FAMILIES) never enter a fit, the diagnostic included: they
+    are planned and scored at the shipped value only."""
+    return row.weight_dtype == "fp8" and row.family not in UNSEEN_FAMILIES
 
 
 #: Rows that forked workers plan (set before the pool forks, read by index in the workers).

@@ -59,3 +59,24 @@ def test_more_stages_run_more_sequences_and_say_why() -> None:
     assert eight.output_tokens_per_s > 2 * one.output_tokens_per_s
     assert any("pipeline micro-batches in flight" in a for a in eight.assumptions)
     assert not any("pipeline micro-batches" in a for a in one.assumptions)
+
+
+def test_one_micro_batch_sizes_the_activation_workspace() -> None:
+    # each GPU runs one micro-batch's forward pass at a time: its activation workspace is the
+    # built max_num_tokens, not the pp-fold total the scheduler admits per round
+    from flopwise.plan.infer.memory import (
+        RUNTIME_RESERVED_BYTES,
+        engine_fixed_bytes,
+        workspace_bytes,
+    )
+    from flopwise.plan.infer.shard import make_shard
+
+    trt = get_engine("tensorrt-llm")
+    total = float(count_params(LLAMA_70B).total)
+    engine, build = built_engine(trt, LLAMA_70B, total, 1, 4, "fp4", "fp8",
+                                 RTX.memory_bytes, 128, 2048)  # fmt: skip
+    assert build is not None and engine.micro_batches == 4
+    sh = make_shard(LLAMA_70B, 1, 4, "fp4", "fp8")
+    fixed, slots = engine_fixed_bytes(sh, engine, 1.0, 2176)
+    one_pass = workspace_bytes(sh, build.max_num_tokens, 0, 1.0)
+    assert fixed == sh.weights_per_gpu_bytes() + RUNTIME_RESERVED_BYTES + one_pass + slots

@@ -112,6 +112,11 @@ class EngineProfile:
     #: builder through the 0.17+ LLM-API builder), so the published FP8 tables ran FP8 context
     #: attention; the rate is then FP8_ATTENTION_SPEEDUP x the 16-bit one.
     fp8_context_attention: bool = False
+    #: Pipeline micro-batches the runtime keeps in flight (TensorRT-LLM with pp stages: one per
+    #: stage, plan/infer/trtllm_build.py PIPELINE_MICRO_BATCH_SOURCE). max_num_seqs and
+    #: max_num_tokens above are then totals over them; one forward pass on a GPU is one
+    #: micro-batch (max_num_tokens / micro_batches), which sizes the activation workspace.
+    micro_batches: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -139,6 +144,7 @@ class EngineProfile:
             "preemption": self.preemption,
             "custom_allreduce_max_bytes": self.custom_allreduce_max_bytes,
             "fp8_context_attention": self.fp8_context_attention,
+            "micro_batches": self.micro_batches,
             "source": self.source,
         }
 

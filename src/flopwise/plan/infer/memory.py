@@ -73,7 +73,8 @@ def engine_fixed_bytes(
     runtime reserve, the engine's largest forward pass's activations (max_num_tokens) and the
     buffers the runtime sizes per sequence slot (`slot_seqs`, default the engine's)."""
     slots = slot_buffer_bytes(engine, sh.spec.vocab, slot_seqs, seq_tokens)
-    largest = workspace_bytes(sh, engine.max_num_tokens, 0, act_bytes)
+    # one forward pass on a GPU is one pipeline micro-batch (EngineProfile.micro_batches)
+    largest = workspace_bytes(sh, engine.max_num_tokens / engine.micro_batches, 0, act_bytes)
     weights = sh.weights_per_gpu_bytes() + extra_weights_bytes
     return weights + RUNTIME_RESERVED_BYTES + largest + slots, slots
 
@@ -148,7 +149,7 @@ def plan_memory(
     """
     per_seq = kv_bytes_per_seq_per_gpu(sh, kv_tokens_per_seq or seq_tokens) + extra_kv_per_seq_bytes
     weights = sh.weights_per_gpu_bytes() + extra_weights_bytes
-    tokens = min(pass_tokens, engine.max_num_tokens)
+    tokens = min(pass_tokens, engine.max_num_tokens) / engine.micro_batches
     # a large batch fills the engine's largest forward pass: the fixed part is sized for it
     fixed, slots = engine_fixed_bytes(
         sh, engine, act_bytes, seq_tokens, slot_seqs, extra_weights_bytes

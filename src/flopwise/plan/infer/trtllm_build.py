@@ -178,7 +178,10 @@ def built_engine(
     mb = max(1, pp)
     build = replace(build, micro_batches=mb)
     sized = replace(
-        engine, max_num_seqs=build.max_batch_size * mb, max_num_tokens=build.max_num_tokens * mb
+        engine,
+        max_num_seqs=build.max_batch_size * mb,
+        max_num_tokens=build.max_num_tokens * mb,
+        micro_batches=mb,
     )
     return sized, build
 

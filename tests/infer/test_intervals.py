@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from conftest import run_cli
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import hardware_from_catalog
 from flopwise.plan.infer import InferJob, plan_inference
@@ -104,3 +105,34 @@ def test_an_engine_or_model_class_no_row_scores_on_the_accelerator_is_labelled_a
     assert len(moe_mi300x) == 1 and "mixture-of-experts" in moe_mi300x[0]
     # an accelerator no row validates says that once, not per engine
     assert len(validation_assumptions("b200", "fp8", "sglang", moe=True)) == 1
+
+
+def test_a_scored_deployment_prints_how_its_published_runs_compared() -> None:
+    # a record, not a correction: the plan keeps its prediction and says how the published runs
+    # of the same accelerator/engine/model class/weight class compared with plans like it
+    from flopwise.plan.infer.uncertainty import deployment_record
+    from flopwise.plan.intervals import load_interval_file
+
+    records = load_interval_file("inference")["deployment_records"]
+    line = deployment_record("h100-sxm", "tensorrt-llm", False, "fp8")
+    rec = records["h100-sxm/tensorrt-llm/dense/fp8"]
+    assert line is not None and f"{int(rec['n'])} scored" in line
+    assert f"median {rec['median']:.2f}" in line
+    assert rec["lo"] <= rec["median"] <= rec["hi"] and rec["n"] >= 8
+    # bf16 and fp16 weights share the 16-bit record; a deployment nobody scored has none
+    assert deployment_record("a100-sxm-80gb", "tensorrt-llm", False, "bf16") == deployment_record(
+        "a100-sxm-80gb", "tensorrt-llm", False, "fp16"
+    )
+    assert deployment_record("h100-sxm", "vllm", False, "fp8") is None
+    assert deployment_record("b300", "tensorrt-llm", False, "fp4") is None
+
+
+def test_the_plan_carries_its_deployment_record() -> None:
+    r = run_cli(
+        "plan", "infer", "llama-3.1-70b", "-a", "b200", "--weight-dtype", "fp4",
+        "--kv-dtype", "fp8", "--num-requests", "1500", "--input-len", "2048",
+        "--output-len", "2048", "--engine", "tensorrt-llm", "--json",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    lines = [a for a in json.loads(r.stdout)["assumptions"] if "published runs of this" in a]
+    assert len(lines) == 1 and "b200/tensorrt-llm/dense/fp4" in lines[0]

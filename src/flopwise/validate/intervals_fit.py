@@ -94,7 +94,36 @@ def interval_doc(built: Built | None = None) -> dict[str, Any]:
         "scored_engines": sorted({t.row.engine for t in targets}),
         "validated_weight_dtypes": sorted({t.row.weight_dtype for t in targets}),
         "scored_deployments": sorted({deployment_key(t.row) for t in targets}),
+        "deployment_records": deployment_records(table, targets),
         "regimes": regimes,
+    }
+
+
+def deployment_records(table: Any, targets: Sequence[Target]) -> dict[str, dict[str, float]]:
+    """Per scored deployment and weight class (accelerator/engine/dense|moe/weights): how its
+    published runs compared with the plan, measured / planned output tokens/s at the shipped
+    constants (nothing is fitted on serving rows, so in sample = out of sample): n, median,
+    10th and 90th percentile. A record, not a correction: plans print it beside their range."""
+    from flopwise.plan.infer.constants import FP8_GEMM_FRACTION
+    from flopwise.plan.infer.uncertainty import weight_class
+    from flopwise.validate.scoring import quantile
+
+    planned = table.get(("known", FP8_GEMM_FRACTION), {})
+    ratios: dict[str, list[float]] = {}
+    for t in targets:
+        if t.metric != "output_tokens_per_s" or t.key not in planned:
+            continue
+        key = f"{deployment_key(t.row)}/{weight_class(t.row.weight_dtype)}"
+        ratios.setdefault(key, []).append(t.measured / planned[t.key])
+    return {
+        key: {
+            "n": len(r),
+            "median": quantile(r, 0.5),
+            "lo": quantile(r, LO_Q),
+            "hi": quantile(r, HI_Q),
+        }
+        for key, r in sorted(ratios.items())
+        if len(r) >= MIN_RESIDUALS
     }
 
 

@@ -26,7 +26,11 @@ from flopwise.plan.infer.job import InferJob
 from flopwise.plan.infer.memory import MemoryPlan, plan_memory
 from flopwise.plan.infer.phases import decode_phase, prefill_phase
 from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
-from flopwise.plan.infer.uncertainty import plan_intervals, validation_assumptions
+from flopwise.plan.infer.uncertainty import (
+    deployment_record,
+    plan_intervals,
+    validation_assumptions,
+)
 from flopwise.units import GIB
 from flopwise.workload.spec import ModelSpec
 
@@ -179,6 +183,14 @@ def plan_inference(
             *plan.assumptions,
             *validation_assumptions(
                 hardware.id, ctx.precision.weight, ctx.engine.name, model.is_moe
+            ),
+            *filter(
+                None,
+                (
+                    deployment_record(
+                        hardware.id, ctx.engine.name, model.is_moe, ctx.precision.weight
+                    ),
+                ),
             ),
         ),
     )

@@ -128,6 +128,21 @@ def validation_assumptions(
     return tuple(out)
 
 
+def deployment_record(accelerator_id: str, engine: str, moe: bool, weight_dtype: str) -> str | None:
+    """One line on how this deployment's published runs compared with the plan (the intervals
+    file's ``deployment_records``: measured / planned output tokens/s, at least MIN_RESIDUALS
+    runs), or None when none were scored."""
+    key = f"{deployment_name(accelerator_id, engine, moe)}/{weight_class(weight_dtype)}"
+    rec = load_interval_file(KIND).get("deployment_records", {}).get(key)
+    if not rec:
+        return None
+    return (
+        f"published runs of this deployment ({key}): {int(rec['n'])} scored, measured/planned "
+        f"output tokens/s median {rec['median']:.2f} (10th-90th percentile {rec['lo']:.2f}-"
+        f"{rec['hi']:.2f}); flopwise validate --only inference lists them"
+    )
+
+
 def weight_class(dtype: str) -> str:
     """bf16 and fp16 weights run the same 16-bit kernels: one class."""
     return "16-bit" if dtype in ("bf16", "fp16") else dtype

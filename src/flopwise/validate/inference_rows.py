@@ -364,10 +364,10 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
         engine=engine,
         measured=MappingProxyType(measured),
         note=prec[2],
-        num_requests=_num_requests(r.get("notes", "")) if continuous else None,
+        num_requests=_num_requests(notes) if continuous else None,
         memory_fraction=_memory_fraction(notes),
         engine_max_batch=None if sizes is None else sizes[0],
-        engine_max_tokens=_max_num_tokens(r.get("notes", "")) if sizes is None else sizes[1],
+        engine_max_tokens=_max_num_tokens(notes) if sizes is None else sizes[1],
         # the published run went past the model's context: its engine was built for it
         allow_long_context=isl + osl > _context_tokens(model),
         fp8_context_attention=False if fam in FP16_CONTEXT_FMHA and prec[0] == "fp8" else None,

@@ -105,7 +105,7 @@ def deployment_records(table: Any, targets: Sequence[Target]) -> dict[str, dict[
     constants (nothing is fitted on serving rows, so in sample = out of sample): n, median,
     10th and 90th percentile. A record, not a correction: plans print it beside their range."""
     from flopwise.plan.infer.constants import FP8_GEMM_FRACTION
-    from flopwise.plan.infer.uncertainty import weight_class
+    from flopwise.plan.infer.uncertainty import deployment_record_key
     from flopwise.validate.scoring import quantile
 
     planned = table.get(("known", FP8_GEMM_FRACTION), {})
@@ -113,7 +113,8 @@ def deployment_records(table: Any, targets: Sequence[Target]) -> dict[str, dict[
     for t in targets:
         if t.metric != "output_tokens_per_s" or t.key not in planned:
             continue
-        key = f"{deployment_key(t.row)}/{weight_class(t.row.weight_dtype)}"
+        row = t.row
+        key = deployment_record_key(row.accelerator, row.engine, row.is_moe, row.weight_dtype)
         ratios.setdefault(key, []).append(t.measured / planned[t.key])
     return {
         key: {

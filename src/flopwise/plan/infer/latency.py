@@ -164,25 +164,26 @@ def make_rates(
     speedup = 1.0
     if act_dtype == "fp8" and engine.fp8_context_attention:
         speedup = FP8_ATTENTION_SPEEDUP  # FP8 context FMHA (trtllm-bench's FP8 builds)
-    attn = achievable_matmul_tflops(hw, attn_dtype) * TERA * engine.prefill_attention_fraction
-    attn_basis = "engine"
-    if spec is not None:
-        attn *= head_dim_factor(hw.id, spec.head_dim, spec.v_head_dim, "fwd", speedup)
-        peak16 = hw.peak(attn_dtype) * TERA if attn_dtype in hw.peak_tflops else 0.0
-        if prompt_len and peak16 > 0:
-            fused = fused_attention_rate(
-                hw,
-                PREFILL_ATTENTION_KERNEL,
-                "fwd",
-                prompt_len,
-                peak16,
-                spec.head_dim,
-                spec.v_head_dim,
-                speedup,
-            )
-            if fused.measured:
-                attn = peak16 * sustained_gemm_fraction(hw) * fused.fraction
-                attn_basis = fused.basis
+    attn, attn_basis = 0.0, "engine"
+    peak16 = hw.peak(attn_dtype) * TERA if attn_dtype in hw.peak_tflops else 0.0
+    if spec is not None and prompt_len and peak16 > 0:
+        fused = fused_attention_rate(
+            hw,
+            PREFILL_ATTENTION_KERNEL,
+            "fwd",
+            prompt_len,
+            peak16,
+            spec.head_dim,
+            spec.v_head_dim,
+            speedup,
+        )
+        if fused.measured:
+            attn = peak16 * sustained_gemm_fraction(hw) * fused.fraction
+            attn_basis = fused.basis
+    if attn_basis == "engine":
+        attn = achievable_matmul_tflops(hw, attn_dtype) * TERA * engine.prefill_attention_fraction
+        if spec is not None:
+            attn *= head_dim_factor(hw.id, spec.head_dim, spec.v_head_dim, "fwd", speedup)
     attn *= speedup
     bw = memory_bw_bytes_per_s(hw)
     return Rates(

@@ -176,6 +176,7 @@ def plan_inference(
         intervals = {k: v for k, v in intervals.items() if k != "ttft_ms"}
     if plan.mode == "rate":  # throughput is the offered load, not a prediction
         intervals = {k: v for k, v in intervals.items() if k != "output_tokens_per_s"}
+    record = deployment_record(hardware.id, ctx.engine.name, model.is_moe, ctx.precision.weight)
     plan = replace(
         plan,
         intervals=intervals,
@@ -184,14 +185,7 @@ def plan_inference(
             *validation_assumptions(
                 hardware.id, ctx.precision.weight, ctx.engine.name, model.is_moe
             ),
-            *filter(
-                None,
-                (
-                    deployment_record(
-                        hardware.id, ctx.engine.name, model.is_moe, ctx.precision.weight
-                    ),
-                ),
-            ),
+            *((record,) if record else ()),
         ),
     )
     if draft is not None:

@@ -128,11 +128,17 @@ def validation_assumptions(
     return tuple(out)
 
 
+def deployment_record_key(accelerator_id: str, engine: str, moe: bool, weight_dtype: str) -> str:
+    """accelerator/engine/dense|moe/weight class: the key of the intervals file's
+    ``deployment_records``, written by validate.intervals_fit and read by deployment_record."""
+    return f"{deployment_name(accelerator_id, engine, moe)}/{weight_class(weight_dtype)}"
+
+
 def deployment_record(accelerator_id: str, engine: str, moe: bool, weight_dtype: str) -> str | None:
     """One line on how this deployment's published runs compared with the plan (the intervals
     file's ``deployment_records``: measured / planned output tokens/s, at least MIN_RESIDUALS
     runs), or None when none were scored."""
-    key = f"{deployment_name(accelerator_id, engine, moe)}/{weight_class(weight_dtype)}"
+    key = deployment_record_key(accelerator_id, engine, moe, weight_dtype)
     rec = load_interval_file(KIND).get("deployment_records", {}).get(key)
     if not rec:
         return None

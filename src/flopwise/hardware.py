@@ -12,7 +12,12 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from flopwise.catalog.accelerators import PEAK_FIELD_BY_DTYPE, Accelerator, get_accelerator
+from flopwise.catalog.accelerators import (
+    MAMF_FIELD_BY_DTYPE,
+    PEAK_FIELD_BY_DTYPE,
+    Accelerator,
+    get_accelerator,
+)
 from flopwise.catalog.systems import System, systems_for
 from flopwise.errors import FlopwiseError
 
@@ -200,12 +205,10 @@ def hardware_from_catalog(accelerator: str, system: str | None = None) -> Hardwa
             peaks[dtype] = v
             origins[f"peak_tflops:{dtype}"] = _catalog_origin(acc, spec_field)
     matmul: dict[str, float] = {}
-    for dtype in ("bf16", "fp16", "fp8"):
+    for dtype in ("bf16", "fp16", "fp8", "fp4"):
         if (v := acc.mamf_tflops(dtype)) is not None:
             matmul[dtype] = v
-            origins[f"matmul_tflops:{dtype}"] = _catalog_origin(
-                acc, "mamf_fp8_tflops" if dtype == "fp8" else "mamf_bf16_tflops"
-            )
+            origins[f"matmul_tflops:{dtype}"] = _catalog_origin(acc, MAMF_FIELD_BY_DTYPE[dtype])
     for spec_field in ("memory_bw_gbps", "compute_units", "scaleup_bw_uni_gbps", "scaleup_domain"):
         if spec_field in acc.specs:
             origins[spec_field] = _catalog_origin(acc, spec_field)

@@ -8,7 +8,7 @@ import pytest
 from flopwise.hardware import hardware_from_catalog
 from flopwise.plan.assumptions import hardware_fallbacks
 from flopwise.plan.efficiency import GEMM_FRACTION_WITHOUT_MAMF
-from flopwise.plan.gemm_ceiling import ceiling_tflops
+from flopwise.plan.gemm_ceiling import ceiling_tflops, stand_in_ratio
 
 
 def test_fp8_without_mamf_reaches_the_fraction_of_peak_bf16_measures() -> None:
@@ -44,14 +44,36 @@ def test_mi300x_fp8_uses_amds_published_max_achievable_flops() -> None:
     assert "matmul_tflops:fp8" not in hardware_fallbacks(hw, "fp8")
 
 
-def test_fp4_borrows_the_fraction_fp8_measures_on_the_same_device() -> None:
-    # B200: stas00's fp8 MAMF 3432.5 of 4500 dense (0.763); no FP4 MAMF is published
+def test_b200_fp4_uses_the_published_nvfp4_rate() -> None:
+    # pytorch/ao #2427 on an NVIDIA B200: NVFP4 through cuBLAS, best of a square sweep 6144^3 in
+    # 84.4 us = 5.50 PFLOP/s, 0.611 of the 9 PFLOPS dense peak; FP8's MAMF reaches 0.763 of its
+    # peak, so FP8's fraction would have lent FP4 6,865 TFLOPS, 25% above any published run
     hw = hardware_from_catalog("b200", None)
-    assert "fp4" not in hw.matmul_tflops and "fp8" in hw.matmul_tflops
-    fp8_fraction = hw.matmul_tflops["fp8"] / hw.peak("fp8")
-    assert fp8_fraction == pytest.approx(3432.5 / 4500)
-    assert ceiling_tflops(hw, "fp4") == pytest.approx(hw.peak("fp4") * fp8_fraction)
-    assert "fp8 MAMF" in hardware_fallbacks(hw, "fp4")["matmul_tflops:fp4"]["source"]
+    assert ceiling_tflops(hw, "fp4") == pytest.approx(5500.0)
+    assert ceiling_tflops(hw, "fp4") / hw.peak("fp4") == pytest.approx(0.611, abs=0.001)
+    assert "matmul_tflops:fp4" not in hardware_fallbacks(hw, "fp4")
+    assert "pytorch/ao" in hw.origins["matmul_tflops:fp4"].detail
+
+
+def test_fp4_without_mamf_takes_fp8_s_fraction_scaled_as_on_b200() -> None:
+    # GB200 (the same die, its own FP8 MAMF 3615.6 of 5000 = 0.723) publishes no FP4 GEMM: its
+    # FP4 ceiling is 10,000 x 0.723 x (0.611 / 0.763), not 10,000 x 0.723
+    ratio = stand_in_ratio("fp4", "fp8")
+    assert ratio is not None and ratio[1] == ("b200",)
+    assert ratio[0] == pytest.approx((5500 / 9000) / (3432.5 / 4500), rel=1e-6)
+    assert 0.75 < ratio[0] < 0.85
+    gb200 = hardware_from_catalog("gb200", None)
+    assert "fp4" not in gb200.matmul_tflops
+    want = gb200.peak("fp4") * (3615.6 / 5000) * ratio[0]
+    assert ceiling_tflops(gb200, "fp4") == pytest.approx(want)
+    assert ceiling_tflops(gb200, "fp4") < gb200.peak("fp4") * 3615.6 / 5000
+    source = hardware_fallbacks(gb200, "fp4")["matmul_tflops:fp4"]["source"]
+    assert "fp8 MAMF" in source and "b200" in source and "FP4_STAND_IN_REFERENCES" in source
+    # a user's own FP8 measurement is scaled the same way; their FP4 measurement wins outright
+    measured = gb200.with_measurements(**{"matmul_tflops:fp8": (3000.0, "r1")})
+    assert ceiling_tflops(measured, "fp4") == pytest.approx(10000 * 3000 / 5000 * ratio[0])
+    own = gb200.with_measurements(**{"matmul_tflops:fp4": (4000.0, "r2")})
+    assert ceiling_tflops(own, "fp4") == 4000.0
 
 
 def test_fp4_gemms_take_the_scaled_low_precision_fraction() -> None:

@@ -47,7 +47,12 @@ def test_rows_are_posed_as_the_document_ran_them() -> None:
 def test_rows_a_modelling_choice_saw_are_marked() -> None:
     rows = _family().values()
     in_view = [r for r in rows if r.in_view]  # type: ignore[attr-defined]
-    # the pipeline micro-batch slots were modelled after the RTX PRO 6000 PP rows
-    assert len(in_view) == 69
-    assert all(r.pp > 1 for r in in_view)  # type: ignore[attr-defined]
-    assert not [r for r in rows if r.pp > 1 and not r.in_view]  # type: ignore[attr-defined]
+    # the pipeline micro-batch slots were modelled after the RTX PRO 6000 PP rows, the FP4
+    # GEMM ceiling after the B200/GB200 NVFP4 rows: exactly those, nothing else
+    saw = [
+        r
+        for r in rows
+        if r.pp > 1 or r.accelerator in ("b200", "gb200")  # type: ignore[attr-defined]
+    ]
+    assert len(in_view) == 69 + 98
+    assert {r.id for r in in_view} == {r.id for r in saw}  # type: ignore[attr-defined]

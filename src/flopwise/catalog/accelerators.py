@@ -33,6 +33,7 @@ SPEC_FIELDS: tuple[str, ...] = (
     "tdp_w",
     "mamf_bf16_tflops",
     "mamf_fp8_tflops",
+    "mamf_fp4_tflops",
     "stream_bw_gbps",
 )
 
@@ -55,6 +56,7 @@ MAMF_FIELD_BY_DTYPE: Mapping[str, str] = MappingProxyType(
         "bf16": "mamf_bf16_tflops",
         "fp16": "mamf_bf16_tflops",
         "fp8": "mamf_fp8_tflops",
+        "fp4": "mamf_fp4_tflops",
     }
 )
 

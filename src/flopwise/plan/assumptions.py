@@ -18,6 +18,7 @@ from flopwise.plan.gemm_ceiling import (
     measured_mamf,
     sibling_fraction,
     stand_in_fraction,
+    stand_in_ratio,
 )
 
 
@@ -33,10 +34,19 @@ def hardware_fallbacks(hw: Hardware, dtype: str) -> dict[str, dict[str, Any]]:
         sibling = stand_in_fraction(hw, dtype)
         same_unit = None if sibling is not None else sibling_fraction(hw, dtype)
         if sibling is not None:
-            how = (
-                f"{dtype} peak x {sibling[1]:.2f}, the fraction of peak its {sibling[0]} MAMF "
-                "reaches (plan/gemm_ceiling.py MAMF_STAND_INS)"
-            )
+            ratio = stand_in_ratio(dtype, sibling[0])
+            if ratio is None:
+                how = (
+                    f"{dtype} peak x {sibling[1]:.2f}, the fraction of peak its {sibling[0]} "
+                    "MAMF reaches (plan/gemm_ceiling.py MAMF_STAND_INS)"
+                )
+            else:
+                how = (
+                    f"{dtype} peak x {sibling[1]:.2f}: the fraction of peak its {sibling[0]} "
+                    f"MAMF reaches ({sibling[1] / ratio[0]:.2f}, plan/gemm_ceiling.py "
+                    f"MAMF_STAND_INS) x {ratio[0]:.2f}, {dtype}'s fraction over {sibling[0]}'s "
+                    f"where both are published ({', '.join(ratio[1])}; FP4_STAND_IN_REFERENCES)"
+                )
         elif same_unit is not None:
             how = (
                 f"{dtype} peak x {same_unit[2]:.3f}, the fraction of peak {same_unit[0]}'s "

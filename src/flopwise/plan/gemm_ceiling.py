@@ -21,9 +21,17 @@ from flopwise.units import GB
 #: GH200 0.84, B200 0.76 vs 0.78, Gaudi 3 0.70 vs 0.68: ml-engineering MAMF table,
 #: published/matmul_runs.csv), much closer than a generic fraction of peak: MI300X's measured
 #: bf16 MAMF is 0.51 of its peak, not 0.80. (fp16 takes bf16's MAMF as it is: measured_mamf.)
-#: FP4 has no published MAMF on any device yet: it takes FP8's fraction (the nearest scaled
-#: format on the same tensor cores), else bf16's.
+#: FP4 takes FP8's fraction (the nearest scaled format on the same tensor cores), else bf16's,
+#: scaled by FP4_STAND_IN_REFERENCES below.
 MAMF_STAND_INS: dict[str, tuple[str, ...]] = {"fp8": ("bf16",), "fp4": ("fp8", "bf16")}
+
+#: Devices whose catalog publishes both a dtype's MAMF and its stand-in dtype's, where the two
+#: fractions of peak differ: the stand-in fraction is scaled by their ratio there. FP4 on B200
+#: reaches 0.611 of its peak (catalog mamf_fp4_tflops: NVFP4 through cuBLAS, pytorch/ao #2427)
+#: where FP8 reaches 0.763 (ml-engineering MAMF): 0.80x, outside the 0.87-1.03x band that lets
+#: FP8 stand in for bf16 as it is. Block-scaled FP4 moves a scale byte per 16 elements and
+#: writes BF16 at twice FP8's math rate; no device has reached its FP4 peak's FP8 fraction.
+FP4_STAND_IN_REFERENCES: dict[str, tuple[str, ...]] = {"fp4": ("b200",)}
 
 
 #: Devices with no matmul measurement of their own that share the matrix unit of one that has
@@ -65,13 +73,37 @@ def measured_mamf(hw: Hardware, dtype: str) -> float | None:
     return mamf
 
 
+@cache
+def stand_in_ratio(dtype: str, other: str) -> tuple[float, tuple[str, ...]] | None:
+    """(mean of `dtype`'s MAMF/peak over `other`'s, the devices it comes from) over the
+    FP4_STAND_IN_REFERENCES devices whose catalog publishes both; None when none does."""
+    from flopwise.hardware import hardware_from_catalog
+
+    ratios: list[float] = []
+    devices: list[str] = []
+    for device in FP4_STAND_IN_REFERENCES.get(dtype, ()):
+        hw = hardware_from_catalog(device)
+        own, theirs = hw.matmul_tflops.get(dtype), hw.matmul_tflops.get(other)
+        if own is None or theirs is None or not hw.peak_tflops.get(dtype):
+            continue
+        if not hw.peak_tflops.get(other):
+            continue
+        ratios.append((own / hw.peak(dtype)) / (theirs / hw.peak(other)))
+        devices.append(device)
+    if not ratios:
+        return None
+    return sum(ratios) / len(ratios), tuple(devices)
+
+
 def stand_in_fraction(hw: Hardware, dtype: str) -> tuple[str, float] | None:
     """(dtype, MAMF/peak) of a measured sibling dtype on the same device, when `dtype` has no
-    MAMF of its own (MAMF_STAND_INS)."""
+    MAMF of its own (MAMF_STAND_INS), scaled by the two dtypes' ratio where a reference device
+    publishes both (FP4_STAND_IN_REFERENCES)."""
     for other in MAMF_STAND_INS.get(dtype, ()):
         mamf = hw.matmul_tflops.get(other)
         if mamf is not None and other in hw.peak_tflops and hw.peak(other) > 0:
-            return other, mamf / hw.peak(other)
+            ratio = stand_in_ratio(dtype, other)
+            return other, mamf / hw.peak(other) * (1.0 if ratio is None else ratio[0])
     return None
 
 

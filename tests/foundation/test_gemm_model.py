@@ -79,7 +79,7 @@ def test_validate_matmul_scores_every_row_and_labels_the_in_sample_ones() -> Non
 
     rep = validate_matmul()
     doc = rep.to_dict()
-    assert len(rep.rows) + len(rep.skipped) == len(published_matmul_rows()) == 62
+    assert len(rep.rows) + len(rep.skipped) == len(published_matmul_rows()) == 65
     assert len(rep.skipped) <= 1
     assert not any(r.in_sample for r in rep.rows if r.id.startswith("deepgemm_"))
     assert all(r.in_sample for r in rep.rows if r.id.startswith("mamf_master_"))
@@ -90,3 +90,37 @@ def test_validate_matmul_scores_every_row_and_labels_the_in_sample_ones() -> Non
     assert doc["mape_pct"] < 15.0
     for key in ("mape_pct", "max_abs_error_pct", "bias_pct", "rows", "skipped"):
         assert key in doc
+
+
+def test_b200_nvfp4_gemms_match_their_published_rates() -> None:
+    # pytorch/ao #2427 (cuBLAS NVFP4, 8192^3: 5.37 PFLOP/s) and flashinfer #1979 (TensorRT-LLM's
+    # CUTLASS NVFP4 kernel, 1024x7168x4608: 3,370 TFLOPS), both on a B200: the 8192^3 row within
+    # 10%, the CUTLASS one within 15% (its 224 tiles of 128x256 fill 1.5 waves of 148 SMs, and
+    # the kernel's persistent scheduler splits no K to fill the second)
+    from flopwise.validate.matmul import validate_matmul
+
+    rows = {r.id: r for r in validate_matmul().rows}
+    big = rows["nvfp4_ao2427_b200_8192cubed"]
+    assert abs(big.error_pct) < 10.0
+    cutlass = rows["nvfp4_fi1979_b200_1024x7168x4608"]
+    assert abs(cutlass.error_pct) < 15.0
+    assert rows["nvfp4_ao2427_b200_6144cubed"].in_sample
+
+
+def test_fp4_gemms_pay_their_tail_wave_in_full() -> None:
+    # TensorRT-LLM's and vLLM's SM100 NVFP4 CUTLASS GEMMs run cutlass::gemm::PersistentScheduler
+    # (whole tiles, no split-K or stream-K): a shape whose tiles fill 1.5 waves keeps 1/3 of the
+    # SMs idle in the second, where an FP8 GEMM of the same shape may stream-K the tail
+    from flopwise.plan.gemm_constants import DATA_PARALLEL_DTYPES
+
+    hw = hardware_from_catalog("b200")
+    assert hw.compute_units == 148
+    assert "fp4" in DATA_PARALLEL_DTYPES
+    fp4 = gemm_estimate(1024, 7168, 4608, hw, "fp4", scaling="nvfp4")
+    fp8 = gemm_estimate(1024, 7168, 4608, hw, "fp8")
+    assert fp4.split_k == 1
+    assert fp4.shape_efficiency < 0.85
+    assert fp8.shape_efficiency > fp4.shape_efficiency
+    # a shape of whole waves loses nothing to the scheduler
+    whole = gemm_estimate(128 * 4, 256 * 37, 8192, hw, "fp4", scaling="nvfp4")
+    assert whole.shape_efficiency > 0.95

@@ -34,7 +34,7 @@ def hardware_fallbacks(hw: Hardware, dtype: str) -> dict[str, dict[str, Any]]:
         sibling = stand_in_fraction(hw, dtype)
         same_unit = None if sibling is not None else sibling_fraction(hw, dtype)
         if sibling is not None:
-            ratio = stand_in_ratio(dtype, sibling[0])
+            ratio = stand_in_ratio(dtype, sibling[0], hw.id)
             if ratio is None:
                 how = (
                     f"{dtype} peak x {sibling[1]:.2f}, the fraction of peak its {sibling[0]} "

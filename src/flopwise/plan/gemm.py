@@ -40,6 +40,7 @@ from flopwise.plan.efficiency import (
 )
 from flopwise.plan.gemm_ceiling import bandwidth_bytes_per_s, ceiling_tflops, gpu_family
 from flopwise.plan.gemm_constants import (
+    DATA_PARALLEL_DTYPES,
     K_STAGE,
     KERNEL_FILL_DRAIN_S,
     OUTPUT_BYTES,
@@ -150,8 +151,10 @@ def _shape_plan(
     bytes_per_s: float,
     in_bytes: float,
     out_bytes: float,
+    data_parallel: bool = False,
 ) -> _Plan:
-    """The library's best candidate (tile, split-K or stream-K) for one GEMM shape.
+    """The library's best candidate (tile, split-K or stream-K) for one GEMM shape; whole
+    tiles only when `data_parallel` (the kernel's scheduler splits no K: DATA_PARALLEL_DTYPES).
 
     Per candidate: efficiency = useful MN area / scheduled area x used SM-slots / scheduled
     SM-slots x tile reuse (NVIDIA Matrix Multiplication Background guide §3: tile and wave
@@ -178,11 +181,12 @@ def _shape_plan(
         reuse = 1.0 if family == "other" or tm < 64 else _reuse(tm, tn)
         tiles = gm * gn * batch
         options: list[tuple[float, int, float, int]] = []  # (eff, splits, partial elems, ctas)
-        for splits in (1,) if family == "other" else _split_options(tiles, k, units):
+        whole_tiles = family == "other" or data_parallel
+        for splits in (1,) if whole_tiles else _split_options(tiles, k, units):
             work = tiles * splits
             eff = pad * reuse * work / (math.ceil(work / units) * units)
             options.append((eff, splits, float(tiles * tm * tn * (splits - 1)), work))
-        if family == "hopper" and tiles % units and tiles > units:
+        if family == "hopper" and not data_parallel and tiles % units and tiles > units:
             # stream-K: the tail wave's K iterations are shared by every SM; at most one tile
             # per SM is split and exchanges fp32 partial sums
             iters = tiles * max(1, math.ceil(k / K_STAGE))
@@ -244,6 +248,7 @@ def gemm_estimate(
         bandwidth_bytes_per_s(hw),
         inputs,
         batch * m * n * o,
+        data_parallel=dtype in DATA_PARALLEL_DTYPES,
     )
     kernel_s = _smooth_max(plan.compute_s, plan.input_s) + plan.output_s + KERNEL_FILL_DRAIN_S
     corr = 1.0

@@ -74,14 +74,19 @@ def measured_mamf(hw: Hardware, dtype: str) -> float | None:
 
 
 @cache
-def stand_in_ratio(dtype: str, other: str) -> tuple[float, tuple[str, ...]] | None:
+def stand_in_ratio(
+    dtype: str, other: str, exclude: str | None = None
+) -> tuple[float, tuple[str, ...]] | None:
     """(mean of `dtype`'s MAMF/peak over `other`'s, the devices it comes from) over the
-    FP4_STAND_IN_REFERENCES devices whose catalog publishes both; None when none does."""
+    FP4_STAND_IN_REFERENCES devices whose catalog publishes both, `exclude` left out (a device
+    never borrows its own ratio); None when none does."""
     from flopwise.hardware import hardware_from_catalog
 
     ratios: list[float] = []
     devices: list[str] = []
     for device in FP4_STAND_IN_REFERENCES.get(dtype, ()):
+        if device == exclude:
+            continue
         hw = hardware_from_catalog(device)
         own, theirs = hw.matmul_tflops.get(dtype), hw.matmul_tflops.get(other)
         if own is None or theirs is None or not hw.peak_tflops.get(dtype):
@@ -102,7 +107,7 @@ def stand_in_fraction(hw: Hardware, dtype: str) -> tuple[str, float] | None:
     for other in MAMF_STAND_INS.get(dtype, ()):
         mamf = hw.matmul_tflops.get(other)
         if mamf is not None and other in hw.peak_tflops and hw.peak(other) > 0:
-            ratio = stand_in_ratio(dtype, other)
+            ratio = stand_in_ratio(dtype, other, hw.id)
             return other, mamf / hw.peak(other) * (1.0 if ratio is None else ratio[0])
     return None
 

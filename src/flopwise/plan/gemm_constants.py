@@ -70,6 +70,15 @@ SCALING_BLOCKS: dict[str, tuple[int, int, float]] = {
 
 GPU_VENDORS = ("nvidia", "amd")
 
+#: GEMM input dtypes whose kernels schedule whole output tiles only, persistent and
+#: data-parallel: no split-K, no stream-K, so the tail wave's idle SMs are paid in full. The
+#: serving engines' FP4 GEMMs: TensorRT-LLM's SM100 NVFP4 CUTLASS kernel is
+#: GemmUniversal<..., cutlass::gemm::PersistentScheduler> in GemmUniversalMode::kGemm
+#: (cpp/tensorrt_llm/kernels/cutlass_kernels/fp4_gemm/nvfp4_nvfp4_gemm_template_sm100.h; also
+#: FlashInfer's `cutlass` mm_fp4 backend), and vLLM's SM100 NVFP4 and MXFP4 CUTLASS GEMMs use
+#: the same scheduler.
+DATA_PARALLEL_DTYPES = frozenset({"fp4"})
+
 #: Fixed time inside every GEMM kernel that nothing overlaps: filling the pipeline (the first
 #: stage's loads before the first MMA) and draining it (the last tile's store), about two DRAM
 #: round trips of ~0.5 us each on H100 (chipsandcheese 2023, "Nvidia's H100: Funny L2, and Tons

@@ -155,6 +155,8 @@ def _source(row_id: str) -> str:
         return "deepgemm_grouped" if "_grouped_" in row_id else "deepgemm_dense"
     if row_id.startswith("mamf_master_"):
         return "mamf_master"
+    if row_id.startswith("nvfp4_"):
+        return "nvfp4_b200"
     return "mamf_old"
 
 
@@ -164,6 +166,8 @@ def _dtype(text: str) -> tuple[str, str | None]:
         return "fp8", ("block128" if "block" in low else "per_tensor")
     if low.startswith("bf16"):
         return "bf16", None
+    if low.startswith("fp4 nvfp4"):
+        return "fp4", "nvfp4"
     raise FlopwiseError(f"unknown matmul dtype {text!r}")
 
 

@@ -205,10 +205,10 @@ def hardware_from_catalog(accelerator: str, system: str | None = None) -> Hardwa
             peaks[dtype] = v
             origins[f"peak_tflops:{dtype}"] = _catalog_origin(acc, spec_field)
     matmul: dict[str, float] = {}
-    for dtype in ("bf16", "fp16", "fp8", "fp4"):
-        if (v := acc.mamf_tflops(dtype)) is not None:
+    for dtype, spec_field in MAMF_FIELD_BY_DTYPE.items():
+        if (v := acc.spec(spec_field)) is not None:
             matmul[dtype] = v
-            origins[f"matmul_tflops:{dtype}"] = _catalog_origin(acc, MAMF_FIELD_BY_DTYPE[dtype])
+            origins[f"matmul_tflops:{dtype}"] = _catalog_origin(acc, spec_field)
     for spec_field in ("memory_bw_gbps", "compute_units", "scaleup_bw_uni_gbps", "scaleup_domain"):
         if spec_field in acc.specs:
             origins[spec_field] = _catalog_origin(acc, spec_field)

@@ -173,6 +173,7 @@ def _shape_plan(
         in_bytes, out_bytes = in_bytes + out_bytes, 0.0
     best: _Plan | None = None
     best_t = math.inf
+    whole_tiles = family == "other" or data_parallel
     for tm, tn in _candidates(m, family):
         gm, gn = math.ceil(m / tm), math.ceil(n / tn)
         pad = (m * n) / (gm * tm * gn * tn)
@@ -181,7 +182,6 @@ def _shape_plan(
         reuse = 1.0 if family == "other" or tm < 64 else _reuse(tm, tn)
         tiles = gm * gn * batch
         options: list[tuple[float, int, float, int]] = []  # (eff, splits, partial elems, ctas)
-        whole_tiles = family == "other" or data_parallel
         for splits in (1,) if whole_tiles else _split_options(tiles, k, units):
             work = tiles * splits
             eff = pad * reuse * work / (math.ceil(work / units) * units)

@@ -89,9 +89,9 @@ def stand_in_ratio(
             continue
         hw = hardware_from_catalog(device)
         own, theirs = hw.matmul_tflops.get(dtype), hw.matmul_tflops.get(other)
-        if own is None or theirs is None or not hw.peak_tflops.get(dtype):
+        if own is None or theirs is None:
             continue
-        if not hw.peak_tflops.get(other):
+        if not hw.peak_tflops.get(dtype) or not hw.peak_tflops.get(other):
             continue
         ratios.append((own / hw.peak(dtype)) / (theirs / hw.peak(other)))
         devices.append(device)

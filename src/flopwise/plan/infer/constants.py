@@ -117,6 +117,16 @@ class EngineProfile:
     #: max_num_tokens above are then totals over them; one forward pass on a GPU is one
     #: micro-batch (max_num_tokens / micro_batches), which sizes the activation workspace.
     micro_batches: int = 1
+    #: Under attention data parallelism (--attention-dp), whether the engine keeps the dense
+    #: MLP layers, shared experts, router, embedding and lm_head whole on every rank, each rank
+    #: running them on its own sequences, so that only the routed experts gather tokens.
+    #: TensorRT-LLM's PyTorch backend does (``GatedMLP(..., overridden_tp_size=1 if
+    #: self.enable_attention_dp else None)`` for Llama 4's dense layers and shared expert and
+    #: for Qwen3's MLPs, the embedding built without a mapping and ``LMHead`` without one
+    #: "if config.mapping.enable_attention_dp": tensorrt_llm/_torch/models/modeling_llama.py,
+    #: modeling_utils.py); SGLang's --enable-dp-attention gathers the tokens into a dense MLP
+    #: split over the TP group (its default moe_dense_tp_size), which False models.
+    attention_dp_whole_dense: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -145,6 +155,7 @@ class EngineProfile:
             "custom_allreduce_max_bytes": self.custom_allreduce_max_bytes,
             "fp8_context_attention": self.fp8_context_attention,
             "micro_batches": self.micro_batches,
+            "attention_dp_whole_dense": self.attention_dp_whole_dense,
             "source": self.source,
         }
 
@@ -327,6 +338,7 @@ ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
                 logits_bytes=4.0,
                 moe_kernels="tensorrt-llm",
                 fp8_context_attention=True,
+                attention_dp_whole_dense=True,
                 features=(
                     "in-flight batching in the C++ batch manager (context and generation "
                     "requests in one forward pass); paged KV cache; GUARANTEED_NO_EVICT "

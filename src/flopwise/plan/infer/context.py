@@ -61,7 +61,14 @@ def make_context(
     if job.ep > 1 and spec.experts % job.ep:
         raise FlopwiseError(f"--ep {job.ep} must divide {spec.name}'s {spec.experts} experts")
     shard = make_shard(
-        spec, job.tp, job.pp, precision.weight, precision.kv, job.ep, job.attention_dp
+        spec,
+        job.tp,
+        job.pp,
+        precision.weight,
+        precision.kv,
+        job.ep,
+        job.attention_dp,
+        whole_dense=engine.attention_dp_whole_dense,
     )
     rates = make_rates(hw, engine, precision.act, precision.weight, spec, job.input_len)
     return Context(spec, hw, job, engine, precision, shard, rates)

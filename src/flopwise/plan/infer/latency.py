@@ -297,8 +297,17 @@ def _layer_attention(sh: Shard, p: Pass, r: Rates, sliding: bool) -> Breakdown:
 
 
 def _mlp(
-    sh: Shard, p: Pass, hw: Hardware, r: Rates, moe: bool, recipe: str = "generic"
+    sh: Shard,
+    p: Pass,
+    hw: Hardware,
+    r: Rates,
+    moe: bool,
+    recipe: str = "generic",
+    shared_tokens: float | None = None,
 ) -> Breakdown:
+    """One MLP layer on one rank: `p.tokens` rows through the routed experts; the shared
+    experts take `shared_tokens` rows (default the same; a rank's own tokens when they are
+    whole on every rank under attention data parallelism, Shard.dense_whole)."""
     s, m, h = sh.spec, p.tokens, sh.spec.hidden
     if not moe:
         return gemm(m, sh.mlp_up_out, h, hw, r) + gemm(m, h, sh.mlp_down_in, hw, r)
@@ -323,7 +332,8 @@ def _mlp(
     out = out + gemm(per_expert, sh.expert_up_out, h, hw, r, groups=local)
     out = out + gemm(per_expert, h, sh.expert_down_in, hw, r, groups=local)
     if s.shared_experts:
-        out = out + gemm(m, sh.shared_up_out, h, hw, r) + gemm(m, h, sh.shared_down_in, hw, r)
+        ms = m if shared_tokens is None else shared_tokens
+        out = out + gemm(ms, sh.shared_up_out, h, hw, r) + gemm(ms, h, sh.shared_down_in, hw, r)
     return out
 
 
@@ -359,26 +369,31 @@ def stage_pass_time(
     ar = allreduce_s(m * h * ALLREDUCE_ELEMENT_BYTES, sh.tp, hw, engine)
     # attention data parallelism: each rank runs attention for its 1/attn_dp of the sequences
     # with whole heads, then gathers every token for the MLP and scatters the result back
-    # (all-gather + reduce-scatter: the bytes of one all-reduce instead of two all-reduces)
+    # (all-gather + reduce-scatter: the bytes of one all-reduce instead of two all-reduces).
+    # With the dense part whole on every rank (Shard.dense_whole) only the routed experts
+    # gather: dense MLP layers, shared experts and the lm_head run on the rank's own tokens.
     pa = _share(p, sh.attn_dp)
     proj = gemm(pa.tokens, sh.qkv_out, h, hw, r) + gemm(pa.tokens, h, sh.o_in, hw, r)
-    comm = Breakdown(comm_s=(1 if sh.attn_dp > 1 else 2) * ar)
-    common = proj + _elementwise(sh, pa, r) + comm
+    common = proj + _elementwise(sh, pa, r)
     sliding_frac = s.sliding_layers / s.layers
     attn = _layer_attention(sh, pa, r, sliding=False).scaled(1 - sliding_frac)
     if sliding_frac:
         attn = attn + _layer_attention(sh, pa, r, sliding=True).scaled(sliding_frac)
     total = (common + attn).scaled(sh.layers)
+    comm_layers = sh.moe_layers_on_stage if sh.dense_whole else sh.layers
+    total = total + Breakdown(comm_s=(1 if sh.attn_dp > 1 else 2) * ar * comm_layers)
+    pd = pa if sh.dense_whole else p  # the rows through the dense MLP and shared experts
     if sh.dense_layers_on_stage:
-        total = total + _mlp(sh, p, hw, r, moe=False).scaled(sh.dense_layers_on_stage)
+        total = total + _mlp(sh, pd, hw, r, moe=False).scaled(sh.dense_layers_on_stage)
     if sh.moe_layers_on_stage:
-        moe = _mlp(sh, p, hw, r, moe=True, recipe=engine.moe_kernels)
+        moe = _mlp(sh, p, hw, r, moe=True, recipe=engine.moe_kernels, shared_tokens=pd.tokens)
         total = total + moe.scaled(sh.moe_layers_on_stage)
     if with_logits and p.logits_rows > 0:
         # the lm_head stays 16-bit in quantized checkpoints (shard.VOCAB_WEIGHT_BYTES)
         head = replace(r, weight_bytes=sh.vocab_bytes_per_elt)
-        total = total + gemm(p.logits_rows, sh.logits_out, h, hw, head)
-        total = total + _logits_gather_and_sample(sh, p.logits_rows, hw, r, engine)
+        rows = p.logits_rows / sh.attn_dp if sh.dense_whole else p.logits_rows
+        total = total + gemm(rows, sh.logits_out, h, hw, head)
+        total = total + _logits_gather_and_sample(sh, rows, hw, r, engine)
     return total
 
 
@@ -391,7 +406,7 @@ def _logits_gather_and_sample(
     logits dtype, and the sampler then reads every row once (the top-k/argmax pass)."""
     full = rows * sh.spec.vocab * engine.logits_bytes
     gather = 0.0
-    if sh.tp > 1:
+    if sh.tp > 1 and not sh.dense_whole:  # a whole lm_head leaves whole rows: nothing to gather
         tier = tier_for(hw, sh.tp, spans_nodes=sh.tp > node_gpus(hw))
         gather = collective_time_s("all_gather", full, sh.tp, tier)
     return Breakdown(comm_s=gather, activations_s=full / r.bw_bytes_s, overhead_s=KERNEL_LAUNCH_S)

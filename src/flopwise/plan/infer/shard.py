@@ -53,6 +53,11 @@ class Shard:
     #: serves 1/attn_dp of the sequences (SGLang --enable-dp-attention, TensorRT-LLM
     #: enable_attention_dp); 1 = attention split by heads over the TP group
     attn_dp: int = 1
+    #: under attention data parallelism, whether the dense MLP layers, shared experts, router,
+    #: embedding and lm_head are also whole on every rank and run on its own sequences only
+    #: (the engine's EngineProfile.attention_dp_whole_dense); False: they are split over the TP
+    #: group and run on every rank's tokens, gathered (SGLang's default)
+    dense_whole: bool = False
 
     @property
     def moe(self) -> bool:
@@ -99,15 +104,25 @@ class Shard:
     def weights_per_gpu_bytes(self) -> float:
         """Weights on the fullest rank: its layers plus the embedding and output projection."""
         c, s = self.counts, self.spec
-        split = c.mlp + c.experts + c.shared_experts + c.router + c.norms
-        # attention weights are whole on every rank under attention data parallelism
-        attention = c.attention * (self.tp if self.attn_dp > 1 else 1)
-        per_layer = (split + attention) / s.layers
+        rest = c.mlp + c.shared_experts + c.router + c.norms
+        # routed experts are always split over the group (expert x tensor parallel); under
+        # attention data parallelism the attention weights are whole on every rank, and with
+        # an engine that keeps the dense part whole (dense_whole) so is everything else
+        split = c.experts + (0 if self.dense_whole else rest)
+        whole = 0.0
+        if self.attn_dp > 1:
+            whole += c.attention
+        else:
+            split += c.attention
+        if self.dense_whole:
+            whole += rest
+        per_layer = (split / self.tp + whole) / s.layers
         vocab = c.embedding + c.lm_head
         # With pp > 1 the embedding sits on the first stage, the lm_head on the last.
         vocab_on_stage = vocab if self.pp == 1 else max(c.embedding, c.lm_head)
+        vocab_tp = 1 if self.dense_whole else self.tp
         layers = per_layer * self.layers * self.weight_bytes_per_elt
-        return (layers + vocab_on_stage * self.vocab_bytes_per_elt) / self.tp
+        return layers + vocab_on_stage * self.vocab_bytes_per_elt / vocab_tp
 
 
 def make_shard(
@@ -118,8 +133,13 @@ def make_shard(
     kv_dtype: str,
     ep: int = 1,
     attention_dp: bool = False,
+    whole_dense: bool = False,
 ) -> Shard:
+    """One rank's shard; `whole_dense`: under `attention_dp`, the engine keeps the dense MLP,
+    shared experts and vocabulary layers whole on every rank (Shard.dense_whole)."""
     s = spec
+    dense_whole = attention_dp and whole_dense and tp > 1
+    dtp = 1 if dense_whole else tp  # ranks the dense MLP, shared experts and vocab split over
     counts = count_params(s)
     layers = math.ceil(s.layers / pp)
     o_in = s.heads * s.v_head_dim
@@ -147,17 +167,18 @@ def make_shard(
         kv_bytes_per_elt=DTYPE_BYTES[kv_dtype],
         qkv_out=qkv_out,
         o_in=max(1, o_in // atp),
-        mlp_up_out=max(1, up * s.ffn // tp),
-        mlp_down_in=max(1, s.ffn // tp),
+        mlp_up_out=max(1, up * s.ffn // dtp),
+        mlp_down_in=max(1, s.ffn // dtp),
         expert_up_out=max(1, up * s.expert_ffn // etp),
         expert_down_in=max(1, s.expert_ffn // etp),
-        shared_up_out=max(1, up * s.shared_experts * s.shared_expert_ffn // tp),
-        shared_down_in=max(1, s.shared_experts * s.shared_expert_ffn // tp),
-        logits_out=max(1, s.vocab // tp),
+        shared_up_out=max(1, up * s.shared_experts * s.shared_expert_ffn // dtp),
+        shared_down_in=max(1, s.shared_experts * s.shared_expert_ffn // dtp),
+        logits_out=max(1, s.vocab // dtp),
         kv_per_token_layer_bytes=kv_layer,
         attn_flops_per_key=per_key,
         ep=ep,
         attn_dp=tp if attention_dp else 1,
+        dense_whole=dense_whole,
     )
 
 

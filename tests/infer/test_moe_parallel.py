@@ -96,3 +96,10 @@ def test_whole_dense_layers_need_no_collective_and_no_logits_gather() -> None:
     q_whole, q_split = _trtllm("qwen3-30b-a3b", True), _trtllm("qwen3-30b-a3b", False)
     qw, qs = q_whole.decode.breakdown, q_split.decode.breakdown  # type: ignore[attr-defined]
     assert qw.comm_s < qs.comm_s
+
+
+def test_the_plan_says_what_is_whole_under_attention_dp() -> None:
+    notes = " ".join(_trtllm("llama-4-maverick", True).assumptions)  # type: ignore[attr-defined]
+    assert "whole on every rank" in notes and "no logits all-gather" in notes
+    notes = " ".join(_trtllm("llama-4-maverick", False).assumptions)  # type: ignore[attr-defined]
+    assert "no logits all-gather" not in notes

@@ -164,5 +164,12 @@ def assumptions_for(ctx: Context) -> list[str]:
             "length; output quality past the context is not assessed"
         )
     if ctx.spec.is_moe:
-        out.append(ctx.job.moe_layout_note())
+        note = ctx.job.moe_layout_note()
+        if ctx.shard.dense_whole:
+            note += (
+                f"; under {ctx.engine.name}'s attention data parallelism the dense MLP layers, "
+                "shared experts, embedding and lm_head are whole on every rank and run on its "
+                "own sequences (no collective in dense layers, no logits all-gather)"
+            )
+        out.append(note)
     return out

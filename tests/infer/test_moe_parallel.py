@@ -70,6 +70,7 @@ def test_tensorrt_llm_attention_dp_keeps_the_dense_part_whole_on_every_rank() ->
     from flopwise.plan.infer.constants import get_engine
 
     assert get_engine("tensorrt-llm").attention_dp_whole_dense
+    assert get_engine("vllm").attention_dp_whole_dense  # DP ranks with shared experts
     assert not get_engine("sglang").attention_dp_whole_dense
     spec = load_model("llama-4-maverick")
     c = count_params(spec)

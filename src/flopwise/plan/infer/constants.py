@@ -124,8 +124,12 @@ class EngineProfile:
     #: self.enable_attention_dp else None)`` for Llama 4's dense layers and shared expert and
     #: for Qwen3's MLPs, the embedding built without a mapping and ``LMHead`` without one
     #: "if config.mapping.enable_attention_dp": tensorrt_llm/_torch/models/modeling_llama.py,
-    #: modeling_utils.py); SGLang's --enable-dp-attention gathers the tokens into a dense MLP
-    #: split over the TP group (its default moe_dense_tp_size), which False models.
+    #: modeling_utils.py). vLLM's attention data parallelism is data-parallel ranks that each
+    #: hold the model's weights but share the experts ("Data Parallel Deployment": "model
+    #: weights are replicated ... data parallel for the attention layers and expert or tensor
+    #: parallel (EP or TP) for the expert layers"), so it does too. SGLang's
+    #: --enable-dp-attention gathers the tokens into a dense MLP split over the TP group (its
+    #: default moe_dense_tp_size), which False models.
     attention_dp_whole_dense: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -361,6 +365,7 @@ ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
                 source=_VLLM_SRC,
                 preemption="recompute",
                 custom_allreduce_max_bytes=VLLM_CUSTOM_ALLREDUCE_MAX_BYTES,
+                attention_dp_whole_dense=True,
                 features=(
                     "continuous (iteration-level) batching; PagedAttention KV blocks allocated "
                     "on demand, preempting when full; CUDA graphs for decode; chunked prefill; "

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import hardware_from_catalog
-from flopwise.plan.infer import InferJob, plan_inference
+from flopwise.plan.infer import InferJob, InferPlan, plan_inference
+from flopwise.plan.infer.constants import get_engine
 from flopwise.workload import load_model
 from flopwise.workload.memory_bytes import kv_bytes_per_token_per_layer
 from flopwise.workload.params import count_params
@@ -49,58 +52,62 @@ def test_layouts_that_cannot_be_split_are_refused() -> None:
         )
 
 
-def _trtllm(model: str, whole: bool, accelerator: str = "h200-sxm") -> object:
-    """A TensorRT-LLM plan under attention DP, with its dense part whole or (counterfactually)
-    split over the TP group, all else equal."""
-    from dataclasses import replace
-
-    from flopwise.plan.infer.constants import get_engine
-
+def _trtllm(model: str, whole: bool) -> InferPlan:
+    """A TensorRT-LLM plan under attention DP on 8 x H200, with its dense part whole or
+    (counterfactually) split over the TP group, all else equal."""
     engine = replace(get_engine("tensorrt-llm"), attention_dp_whole_dense=whole)
     job = InferJob(
         input_len=1000, output_len=1000, batch=64, tp=8, ep=8, attention_dp=True,
         weight_dtype="fp8", kv_dtype="fp8", engine="tensorrt-llm",
     )  # fmt: skip
-    return plan_inference(load_model(model), hardware_from_catalog(accelerator), job, engine=engine)
+    return plan_inference(load_model(model), hardware_from_catalog("h200-sxm"), job, engine=engine)
 
 
-def test_tensorrt_llm_attention_dp_keeps_the_dense_part_whole_on_every_rank() -> None:
+@pytest.fixture(scope="module")
+def maverick() -> tuple[InferPlan, InferPlan]:
+    """Llama 4 Maverick planned (whole, split): each plan made once for the tests below."""
+    return _trtllm("llama-4-maverick", True), _trtllm("llama-4-maverick", False)
+
+
+def test_tensorrt_llm_attention_dp_keeps_the_dense_part_whole_on_every_rank(
+    maverick: tuple[InferPlan, InferPlan],
+) -> None:
     # TensorRT-LLM's PyTorch backend builds Llama 4's dense MLP layers and shared expert with
     # overridden_tp_size=1 under attention DP, and its embedding and lm_head without a mapping
-    from flopwise.plan.infer.constants import get_engine
-
     assert get_engine("tensorrt-llm").attention_dp_whole_dense
     assert get_engine("vllm").attention_dp_whole_dense  # DP ranks with shared experts
     assert not get_engine("sglang").attention_dp_whole_dense
     spec = load_model("llama-4-maverick")
     c = count_params(spec)
-    whole, split = _trtllm("llama-4-maverick", True), _trtllm("llama-4-maverick", False)
-    extra = whole.memory.weights_bytes - split.memory.weights_bytes  # type: ignore[attr-defined]
+    whole, split = maverick
+    extra = whole.memory.weights_bytes - split.memory.weights_bytes
     dense = (c.mlp + c.shared_experts + c.router + c.norms) * 1.0  # fp8 weights
     vocab = (c.embedding + c.lm_head) * 2.0  # the vocabulary layers stay 16-bit
     assert dense > 8e9  # 24 dense layers of 16,384 and a shared expert in each MoE layer
     assert extra == pytest.approx((dense + vocab) * 7 / 8, rel=1e-6)
     # the bigger weights leave less room for KV: fewer sequences fit
-    assert whole.memory.max_batch < split.memory.max_batch  # type: ignore[attr-defined]
+    assert whole.memory.max_batch is not None and split.memory.max_batch is not None
+    assert whole.memory.max_batch < split.memory.max_batch
 
 
-def test_whole_dense_layers_need_no_collective_and_no_logits_gather() -> None:
-    whole, split = _trtllm("llama-4-maverick", True), _trtllm("llama-4-maverick", False)
-    w = whole.decode.breakdown  # type: ignore[attr-defined]
-    s = split.decode.breakdown  # type: ignore[attr-defined]
+def test_whole_dense_layers_need_no_collective_and_no_logits_gather(
+    maverick: tuple[InferPlan, InferPlan],
+) -> None:
+    w, s = (plan.decode.breakdown for plan in maverick)
     # only the 24 MoE layers of 48 gather tokens, and whole logits rows need no all-gather
     assert w.comm_s < 0.6 * s.comm_s
     # each rank reads the whole dense MLP and shared expert instead of an eighth of them
     assert w.weight_bytes > s.weight_bytes
     # a model without dense layers or shared experts (Qwen3-30B-A3B) differs by the logits
     # gather alone
-    q_whole, q_split = _trtllm("qwen3-30b-a3b", True), _trtllm("qwen3-30b-a3b", False)
-    qw, qs = q_whole.decode.breakdown, q_split.decode.breakdown  # type: ignore[attr-defined]
+    qw, qs = (_trtllm("qwen3-30b-a3b", whole).decode.breakdown for whole in (True, False))
     assert qw.comm_s < qs.comm_s
 
 
-def test_the_plan_says_what_is_whole_under_attention_dp() -> None:
-    notes = " ".join(_trtllm("llama-4-maverick", True).assumptions)  # type: ignore[attr-defined]
+def test_the_plan_says_what_is_whole_under_attention_dp(
+    maverick: tuple[InferPlan, InferPlan],
+) -> None:
+    whole, split = maverick
+    notes = " ".join(whole.assumptions)
     assert "whole on every rank" in notes and "no logits all-gather" in notes
-    notes = " ".join(_trtllm("llama-4-maverick", False).assumptions)  # type: ignore[attr-defined]
-    assert "no logits all-gather" not in notes
+    assert "no logits all-gather" not in " ".join(split.assumptions)

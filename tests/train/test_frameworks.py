@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -100,3 +101,22 @@ def test_plan_json_names_the_framework_and_its_recipe() -> None:
     assert doc["framework"]["name"] == "torchtitan"
     assert doc["recipe"] == "fsdp-mixed"
     assert set(FRAMEWORKS) >= {"generic", "megatron-core", "nemo", "torchtitan", "maxtext"}
+
+
+def test_megatron_frameworks_run_megatron_fsdp_as_zero3_but_no_zero2() -> None:
+    # Megatron-FSDP (--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params)
+    # shards weights, gradients and optimizer state: ZeRO-3. Its weights are gathered before each
+    # microbatch's forward and again before its backward, so it moves more than the distributed
+    # optimizer and holds less
+    model = load_model("llama-3.1-70b")
+    hw = hardware_from_catalog("h100-sxm", "dgx-h100")
+    for name in ("megatron-core", "nemo"):
+        assert get_profile(name).zero_stages == (0, 1, 3)
+        job = TrainJob(gpus=128, seq_len=4096, global_batch_seqs=256, framework=name)
+        z1 = plan_training(model, hw, job, FIXED).best
+        z3 = plan_training(model, hw, job, replace(FIXED, zero=3, hsdp=False)).best
+        assert z3.layout.zero == 3 and not z3.layout.hsdp
+        assert z3.memory.weights < z1.memory.weights and z3.memory.grads < z1.memory.grads
+        assert z3.step.dp_comm > z1.step.dp_comm
+        with pytest.raises(FlopwiseError, match=r"runs ZeRO stage\(s\) 0, 1, 3"):
+            plan_training(model, hw, job, replace(FIXED, zero=2))

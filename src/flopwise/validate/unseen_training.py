@@ -69,12 +69,18 @@ def pose_argv(r: Row) -> list[str] | str:
     if flags is None:
         posed = ", ".join(PRECISION_FLAGS)
         return f"precision {r['precision']}: no such recipe in the planner (posed: {posed})"
-    if _cell(r, "fsdp"):
-        return f"Megatron FSDP (FSDP = {r['fsdp']}): the table's sharding is not posed"
     gpus, tp, pp, cp = (_cell(r, k) or 1 for k in ("gpus", "tp", "pp", "cp"))
     dp = gpus // (tp * pp * cp)
     if dp * tp * pp * cp != gpus:
         return f"layout inconsistent in the source: TPxPPxCP = {tp * pp * cp} on {gpus} GPUs"
+    fsdp = _cell(r, "fsdp") or 0
+    if fsdp > 1 and fsdp != gpus // (tp * pp):
+        # the page's nomenclature: 'FSDP > 0: use FSDP with sharding group size = #GPUs /
+        # (TP x PP)' (an earlier revision: 'FSDP = 1: use FSDP')
+        return f"FSDP = {fsdp} is not #GPUs / (TP x PP) = {gpus // (tp * pp)}"
+    # Megatron-FSDP's optim_grads_params over the whole data-parallel group (FSDP > 0) is
+    # ZeRO-3, not hybrid; otherwise the recipes' distributed optimizer, ZeRO-1
+    sharding = ["--zero", "3", "--no-hsdp"] if fsdp else ["--zero", "1"]
     argv = [
         "-a", r["accelerator"], "--gpus", str(gpus), "--tokens", "1T",
         "--seq-len", r["seq_len"], "--global-batch-seqs", r["gbs"], *flags,
@@ -91,9 +97,9 @@ def pose_argv(r: Row) -> list[str] | str:
             # more expert ranks than data-parallel ranks: the experts are folded across the TP
             # ranks too (Megatron-Core parallel folding, expert TP 1), the only way it runs
             argv += ["--etp", "1"]
-    # the distributed optimizer of the recipes; a published layout is judged against device
-    # capacity, as a user pinning it would (headroom is the search's margin for unrun layouts)
-    return [*argv, "--zero", "1", "--memory-headroom", "0"]
+    # a published layout is judged against device capacity, as a user pinning it would
+    # (headroom is the search's margin for unrun layouts)
+    return [*argv, *sharding, "--memory-headroom", "0"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,7 +155,11 @@ class ModelContext:
         Across nodes, NCCL runs one ring/tree per NIC rail: the k members of the group that share
         a node each drive their own NIC, so the group's bus bandwidth is k x the per-GPU NIC
         rate (nccl-tests multi-node busbw ~ the node's total NIC bandwidth), capped by the
-        scale-up fabric that feeds the rails.
+        scale-up fabric that feeds the rails. The "node" is the scale-up domain: a multi-node
+        NVLink domain (GB200/GB300 NVL72) is one node to NCCL, its trays' GPUs reached through
+        the P2P transport "like multi-GPU single node systems" (NVIDIA/nccl#1159, MNNVL since
+        NCCL 2.20), so all k of the group's members in the rack drive rails, not the four of a
+        tray. Where the domain is the node (DGX/HGX) the two counts are the same.
         """
         key = (group, extent)
         cache = self.cache("tier")
@@ -175,7 +179,7 @@ class ModelContext:
             ) from None
         if spans:
             stride = max(extent // group, 1)
-            per_node = max(1, min(group, self.gpus_per_node // stride))
+            per_node = max(1, min(group, self.domain // stride))
             inside = tier_for(self.hw, group, spans_nodes=False)
             scaled = replace(tier.scaled(per_node, inside), ranks_per_node=per_node)
             if "all_to_all" not in tier.by_op and group > per_node:

@@ -106,6 +106,21 @@ class FrameworkProfile:
         }
 
 
+#: ZeRO stages of Megatron-Core and the frameworks on it: none, the distributed optimizer
+#: (ZeRO-1), and Megatron-FSDP's ``optim_grads_params`` sharding (ZeRO-3: parameters,
+#: gradients and optimizer state sharded over the data-parallel group, each module's weights
+#: all-gathered before its forward and again before its backward, gradients reduce-scattered
+#: under the backward). There is no ZeRO-2 mode among the recipes (``optim_grads`` exists in
+#: Megatron-FSDP but no published recipe or table uses it).
+MCORE_ZERO_STAGES: tuple[int, ...] = (0, 1, 3)
+MEGATRON_FSDP_SOURCE = (
+    "NVIDIA/Megatron-LM docs/discussions/megatron-fsdp-user-guide: --use-megatron-fsdp "
+    "--data-parallel-sharding-strategy optim_grads_params; NVIDIA-NeMo/Megatron-Bridge "
+    "scripts/performance/utils/overrides.py set_megatron_fsdp_overrides (optim_grads_params, "
+    "gradients reduced in bf16 in the performance configs) and docs/performance-summary.md "
+    "('FSDP > 0: use FSDP with sharding group size = #GPUs / (TP x PP)')"
+)
+
 _DEFAULT_RECIPES = MappingProxyType({"bf16": "bf16-adam", "fp16": "bf16-adam", "fp8": "fp8-adam"})
 _MCORE_RECIPES = MappingProxyType({"bf16": "mcore-bf16", "fp16": "mcore-bf16", "fp8": "mcore-fp8"})
 _FSDP_RECIPES = MappingProxyType({"bf16": "fsdp-mixed", "fp16": "fsdp-mixed", "fp8": "fsdp-mixed"})
@@ -153,7 +168,8 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
     ),
     FrameworkProfile(
         name="megatron-core",
-        summary="Megatron-Core (Megatron-LM >= core_r0.5): distributed optimizer (ZeRO-1), "
+        summary="Megatron-Core (Megatron-LM >= core_r0.5): distributed optimizer (ZeRO-1) or "
+        "Megatron-FSDP (--zero 3), "
         "overlap_grad_reduce and overlap_param_gather, Transformer Engine fused attention, "
         "p2p overlapped in the interleaved schedule; TP communication blocking unless "
         "--tp-comm-overlap",
@@ -165,10 +181,11 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         ep_comm_overlap=False,
         recipes=_MCORE_RECIPES,
         te_layernorm_modules=True,
-        zero_stages=(0, 1),
+        zero_stages=MCORE_ZERO_STAGES,
         sources=(
             "megatron/core/distributed/distributed_data_parallel_config.py: overlap_grad_reduce, "
             "overlap_param_gather, grad_reduce_in_fp32=False",
+            MEGATRON_FSDP_SOURCE,
             "megatron/core/model_parallel_config.py: overlap_p2p_comm (interleaved schedule), "
             "tp_comm_overlap default False",
         ),
@@ -186,8 +203,9 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         ep_comm_overlap=False,
         recipes=_MCORE_RECIPES,
         te_layernorm_modules=True,
-        zero_stages=(0, 1),
+        zero_stages=MCORE_ZERO_STAGES,
         sources=(
+            MEGATRON_FSDP_SOURCE,
             "NVIDIA/NeMo nemo/collections/llm/recipes/*.py performance recipes: "
             "tp_comm_overlap=True with sequence_parallel, overlap_grad_reduce, "
             "overlap_param_gather, use_distributed_optimizer",

@@ -76,6 +76,26 @@ def test_fp4_without_mamf_takes_fp8_s_fraction_scaled_as_on_b200() -> None:
     assert ceiling_tflops(own, "fp4") == 4000.0
 
 
+def test_fp4_without_any_mamf_scales_the_generic_fraction_as_on_b200() -> None:
+    # GB300 publishes no MAMF at all: its FP8 and 16-bit GEMMs take the generic 0.80 of peak,
+    # and its FP4 ones that fraction x B200's FP4/FP8 ratio, as a device with an FP8 MAMF does
+    # (15,000 x 0.64 = 9,614, not 12,000)
+    ratio = stand_in_ratio("fp4", "fp8")
+    assert ratio is not None
+    gb300 = hardware_from_catalog("gb300", None)
+    assert not gb300.matmul_tflops
+    assert ceiling_tflops(gb300, "fp8") == pytest.approx(gb300.peak("fp8") * 0.80)
+    want = gb300.peak("fp4") * GEMM_FRACTION_WITHOUT_MAMF * ratio[0]
+    assert ceiling_tflops(gb300, "fp4") == pytest.approx(want)
+    source = hardware_fallbacks(gb300, "fp4")["matmul_tflops:fp4"]["source"]
+    assert "GEMM_FRACTION_WITHOUT_MAMF" in source and "b200" in source
+    # B200 itself, the reference, never borrows its own ratio; a device without an FP4 peak
+    # keeps the generic fraction for every dtype
+    assert ceiling_tflops(hardware_from_catalog("b200", None), "fp4") == pytest.approx(5500.0)
+    l40s = hardware_from_catalog("l40s", None)
+    assert ceiling_tflops(l40s, "fp8") == pytest.approx(l40s.peak("fp8") * 0.80)
+
+
 def test_fp4_gemms_take_the_scaled_low_precision_fraction() -> None:
     # NVFP4 GEMMs carry block scales and a dequantizing epilogue like FP8's: the engine's
     # fp8_gemm_fraction applies to both, its 16-bit gemm_fraction to neither; all of them on top

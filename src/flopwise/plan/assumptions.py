@@ -15,6 +15,7 @@ from flopwise.hardware import Hardware, Origin
 from flopwise.plan.efficiency import GEMM_FRACTION_WITHOUT_MAMF, MEMORY_BW_FRACTION
 from flopwise.plan.gemm_ceiling import (
     ceiling_tflops,
+    fraction_without_mamf,
     measured_mamf,
     sibling_fraction,
     stand_in_fraction,
@@ -54,10 +55,18 @@ def hardware_fallbacks(hw: Hardware, dtype: str) -> dict[str, dict[str, Any]]:
                 "MAMF_SIBLINGS)"
             )
         else:
+            frac, refs = fraction_without_mamf(hw, dtype)
             how = (
                 f"peak x {GEMM_FRACTION_WITHOUT_MAMF} (plan/efficiency.py "
                 "GEMM_FRACTION_WITHOUT_MAMF)"
             )
+            if refs:
+                how = (
+                    f"peak x {frac:.2f}: {GEMM_FRACTION_WITHOUT_MAMF} (plan/efficiency.py "
+                    f"GEMM_FRACTION_WITHOUT_MAMF) x {frac / GEMM_FRACTION_WITHOUT_MAMF:.2f}, "
+                    f"{dtype}'s fraction of peak over fp8's where both are published "
+                    f"({', '.join(refs)}; plan/gemm_ceiling.py FP4_STAND_IN_REFERENCES)"
+                )
         out[f"matmul_tflops:{dtype}"] = _entry(
             ceiling_tflops(hw, dtype),
             f"no MAMF measured or published for {hw.id} {dtype}: {how}; measure it with "

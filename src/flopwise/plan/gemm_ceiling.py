@@ -126,7 +126,23 @@ def ceiling_tflops(hw: Hardware, dtype: str) -> float:
     same_unit = sibling_fraction(hw, dtype)
     if same_unit is not None:
         return hw.peak(dtype) * same_unit[2]
-    return hw.peak(dtype) * GEMM_FRACTION_WITHOUT_MAMF
+    return hw.peak(dtype) * fraction_without_mamf(hw, dtype)[0]
+
+
+def fraction_without_mamf(hw: Hardware, dtype: str) -> tuple[float, tuple[str, ...]]:
+    """(fraction of peak, the reference devices scaling it) for a device with no MAMF of any
+    dtype: GEMM_FRACTION_WITHOUT_MAMF, times the FP4/FP8 ratio of the reference devices for a
+    dtype that has one (FP4_STAND_IN_REFERENCES), as a device with an FP8 MAMF scales it: the
+    generic fraction is an FP8/16-bit one, and no device reaches it at its FP4 peak."""
+    ratio = None
+    for other in MAMF_STAND_INS.get(dtype, ()):
+        if dtype in FP4_STAND_IN_REFERENCES:
+            ratio = stand_in_ratio(dtype, other, hw.id)
+            if ratio is not None:
+                break
+    if ratio is None:
+        return GEMM_FRACTION_WITHOUT_MAMF, ()
+    return GEMM_FRACTION_WITHOUT_MAMF * ratio[0], ratio[1]
 
 
 def bandwidth_bytes_per_s(hw: Hardware) -> float:

@@ -34,7 +34,9 @@ Row = dict[str, str]
 #: current scaling; FP8-MX / MXFP8 / "FP8 32x32" (the 25.09 edition's footnote for its
 #: parenthesized Blackwell figures): its MXFP8 block scaling. A bare "FP8" (the 25.09 and 26.x
 #: editions name no recipe) is posed as current scaling, the recipe the 25.11 edition names for
-#: the same models; NVFP4 and DeepSeek-style 128x128 block scaling have no recipe in the planner.
+#: the same models; NVFP4: Transformer Engine's NVFP4BlockScaling (Megatron-Bridge
+#: bf16_with_nvfp4_mixed), the planner's nvfp4 recipe since 2026-11-24. DeepSeek-style 128x128
+#: block scaling has no recipe in the planner.
 PRECISION_FLAGS: dict[str, tuple[str, ...]] = {
     "BF16": ("--dtype", "bf16"),
     "FP8-CS": ("--dtype", "fp8", "--fp8-recipe", "current"),
@@ -42,6 +44,7 @@ PRECISION_FLAGS: dict[str, tuple[str, ...]] = {
     "FP8-MX": ("--dtype", "fp8", "--fp8-recipe", "mxfp8"),
     "MXFP8": ("--dtype", "fp8", "--fp8-recipe", "mxfp8"),
     "FP8 32x32": ("--dtype", "fp8", "--fp8-recipe", "mxfp8"),
+    "NVFP4": ("--dtype", "fp8", "--fp8-recipe", "nvfp4"),
 }
 
 #: Fewest MoE rows that size an interval regime of their own.

@@ -82,6 +82,13 @@ class ModelContext:
                     f"per-block scales (Blackwell, CDNA4); {hw.id} has none: use current, "
                     "delayed, tensorwise or rowwise"
                 )
+            vendor = hw.accelerator.vendor.strip().lower() if hw.accelerator else ""
+            if self.fp8_recipe.gemm_dtype == "fp4" and vendor != "nvidia":
+                # NVFP4 (E4M3 scales per 16 values) is NVIDIA's format; CDNA4 runs MXFP4
+                raise FlopwiseError(
+                    f"--fp8-recipe {self.fp8_recipe.name} runs on NVIDIA Blackwell tensor "
+                    f"cores; {hw.id} has none: use mxfp8"
+                )
         gpn = job.gpus_per_node
         if gpn is None and hw.system_id is not None:
             gpn = get_system(hw.system_id).gpus_per_node
@@ -95,6 +102,8 @@ class ModelContext:
             p16 = "fp16"
         self.peak16_flops = hw.peak(p16) * 1e12
         dtype = "bf16" if job.dtype == "fp16" and "fp16" not in hw.peak_tflops else job.dtype
+        if job.dtype == "fp8":
+            dtype = self.fp8_recipe.gemm_dtype  # NVFP4's GEMMs run at the FP4 peak
         self.peak_flops = hw.peak(dtype) * 1e12
         self.capacity_bytes = hw.memory_bytes
         override = job.sustained_compute_fraction

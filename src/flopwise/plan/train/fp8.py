@@ -89,8 +89,8 @@ def linear_time_s(
 
     if recipe is None:
         return gemm(m, n, k, "bf16") + gemm(m, k, n, "bf16") + gemm(k, n, m, "bf16")
-    gemms = gemm(m, n, k, "fp8") / recipe.fwd_gemm_fraction
-    gemms += gemm(m, k, n, "fp8") / recipe.dgrad_gemm_fraction
+    gemms = gemm(m, n, k, recipe.gemm_dtype) / recipe.fwd_gemm_fraction
+    gemms += gemm(m, k, n, recipe.gemm_dtype) / recipe.dgrad_gemm_fraction
     gemms += gemm(k, n, m, recipe.wgrad_dtype)
     cast = linear_cast_bytes(m, k, n, recipe, fused=fused, weight_cast=True)
     cast_s = cast.total / bandwidth_bytes_per_s(hw)

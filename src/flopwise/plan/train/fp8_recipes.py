@@ -53,6 +53,22 @@ else changes (the GEMM kernel, the tensor-parallel all-gather dtype) is the reci
   scales. Only devices with block-scaled tensor cores run it (those with an FP4 peak in the
   catalog: Blackwell, CDNA4); elsewhere the plan is refused.
 
+- **nvfp4** (Transformer Engine ``NVFP4BlockScaling``; Megatron-Bridge ``bf16_with_nvfp4_mixed``,
+  the tables' "NVFP4"): the recipe of NVIDIA's NVFP4 pre-training paper (arXiv:2509.25149) as
+  Transformer Engine runs it: E2M1 values (half a byte) with an E4M3 scale per 16 values and an
+  FP32 scale per tensor, so every quantization first reduces the tensor's amax (read 2 B);
+  weights in 16x16 blocks (one layout serves the forward and the data gradient), activations and
+  gradients in 1x16 blocks along K for the forward and data-gradient GEMMs, and for the
+  weight-gradient GEMM a 16x16 random Hadamard transform followed by quantization along the
+  other axis (pytorch/ao#3293's summary of the paper's recipe; TransformerEngine#2270's recipe
+  flags: stochastic rounding, RHT and 2D quantization on by default). Charged: the amax pass,
+  then two quantize kernels, row-wise and Hadamard-transformed column-wise, each reading 2 B and
+  writing 0.5 B plus a scale byte per 16 values. All three GEMMs run NVFP4 at the device's FP4
+  rate (block-scaled MMA: Blackwell only). Sequence-parallel all-gathers are taken in 16 bits:
+  the per-tensor scale needs the gathered tensor's amax, and no source read here says TE gathers
+  NVFP4 (an assumption, conservative). Megatron-Bridge's recipe keeps no layer in 16 bits
+  (``first_last_layers_bf16`` is set only for its Nemotron 3 Super variant).
+
 Byte counts for the torchao recipes follow torchao's own roofline accounting
 (torchao/testing/float8/roofline_utils.py ``get_tensor_memory_traffic_ovhd_s`` at pytorch/ao
 03c850a, June 2025), with ``fuse_with_prev`` true inside a compiled model (torchao docs: float8
@@ -70,9 +86,13 @@ from flopwise.errors import FlopwiseError
 #: Values sharing one E8M0 scale in the OCP microscaling (MX) formats.
 MXFP8_BLOCK = 32
 
-#: Bytes per element of a 16-bit tensor and of its FP8 copy.
+#: Values sharing one E4M3 scale in NVFP4 (besides the tensor's FP32 scale).
+NVFP4_BLOCK = 16
+
+#: Bytes per element of a 16-bit tensor, of its FP8 copy and of its FP4 (E2M1) copy.
 _B16 = 2.0
 _B8 = 1.0
+_B4 = 0.5
 BF16_BYTES = _B16
 FP8_BYTES = _B8
 
@@ -120,6 +140,8 @@ class Fp8Recipe:
     # the recipe's GEMMs need tensor cores that apply per-block scales (MX formats: Blackwell,
     # CDNA4); a device without them cannot run it
     needs_block_scaled_mma: bool = False
+    # the dtype the recipe's GEMMs run in ("fp4": NVFP4 on the FP4 tensor cores)
+    gemm_dtype: str = "fp8"
     sources: tuple[str, ...] = ()
 
     def act_bytes(self, fused: bool) -> float:
@@ -142,6 +164,7 @@ class Fp8Recipe:
             "bwd_output_rescale": self.bwd_output_rescale,
             "producer_writes_fp8": self.producer_writes_fp8,
             "needs_block_scaled_mma": self.needs_block_scaled_mma,
+            "gemm_dtype": self.gemm_dtype,
             "sources": list(self.sources),
         }
 
@@ -171,6 +194,8 @@ def _te_recipe(
     sources: tuple[str, ...],
     producer_writes_fp8: bool = False,
     needs_block_scaled_mma: bool = False,
+    gemm_dtype: str = "fp8",
+    low_precision_tp_all_gather: bool = True,
 ) -> Fp8Recipe:
     """A Transformer Engine recipe: weights quantized once per step (is_first_microbatch
     caching), FP8 sequence-parallel all-gathers that the userbuffers overlap fuses, 16-bit
@@ -186,15 +211,16 @@ def _te_recipe(
         weight_cast_bytes=0.0,
         act_cast_kernels=act_cast_kernels,
         weight_cast_kernels=0,
-        fp8_tp_all_gather=True,
+        fp8_tp_all_gather=low_precision_tp_all_gather,
         async_tp_fuses_all_gather=True,
         fp8_fsdp_all_gather=False,
         fwd_gemm_fraction=1.0,
         dgrad_gemm_fraction=1.0,
-        wgrad_dtype="fp8",
+        wgrad_dtype=gemm_dtype,
         bwd_output_rescale=False,
         producer_writes_fp8=producer_writes_fp8,
         needs_block_scaled_mma=needs_block_scaled_mma,
+        gemm_dtype=gemm_dtype,
         sources=sources,
     )
 
@@ -322,6 +348,31 @@ _RECIPES: tuple[Fp8Recipe, ...] = (
             "MXFP8 data with its scales",
             "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md: 'FP8-MX' runs on "
             "B200/GB200/GB300 with 32x32-element granularity",
+        ),
+    ),
+    _te_recipe(
+        name="nvfp4",
+        summary="Transformer Engine NVFP4BlockScaling (Blackwell): E2M1 with an E4M3 scale per "
+        "16 values and an FP32 scale per tensor; 16x16 weight blocks, a Hadamard transform "
+        "before the weight-gradient quantization; every GEMM at the FP4 rate",
+        act_cast_bytes=2 * _B16 + 2 * (_B4 + _B8 / NVFP4_BLOCK),
+        amax_read_bytes=_B16,
+        amax_fuses_with_producer=False,
+        act_cast_kernels=3,
+        needs_block_scaled_mma=True,
+        gemm_dtype="fp4",
+        low_precision_tp_all_gather=False,
+        sources=(
+            "Abecassis et al., Pretraining Large Language Models with NVFP4 (NVIDIA, "
+            "arXiv:2509.25149): 16x16 weight blocks, 1x16 activation/gradient blocks, random "
+            "Hadamard transforms on the weight-gradient inputs, stochastic rounding of gradients",
+            "pytorch/ao#3293 (NVFP4 training tracker): per-GEMM quantization layouts of that "
+            "recipe (1x16 @ 16x16 forward and data gradient, RHT then 1x16 @ 16x1 weight "
+            "gradient)",
+            "NVIDIA/TransformerEngine#2270: NVFP4 recipe flags for stochastic rounding, RHT and "
+            "2D quantization (on by default)",
+            "NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/training/mixed_precision.py "
+            "bf16_with_nvfp4_mixed: fp4='e2m1', fp4_recipe='nvfp4', no layer kept in bf16",
         ),
     ),
 )

@@ -77,8 +77,10 @@ def _gemm(
     if hit is not None:
         return hit  # type: ignore[return-value]
     mi, ni, ki = max(int(m), 1), max(int(n), 1), max(int(k), 1)
-    fwd = gemm_time_s(mi, ni, ki, ctx.hw, dt, batch)
-    dgrad = gemm_time_s(mi, ki, ni, ctx.hw, dt, batch)
+    # a low-precision recipe's GEMMs run in its own dtype (NVFP4: the FP4 tensor cores)
+    gdt = ctx.fp8_recipe.gemm_dtype if dt == "fp8" else dt
+    fwd = gemm_time_s(mi, ni, ki, ctx.hw, gdt, batch)
+    dgrad = gemm_time_s(mi, ki, ni, ctx.hw, gdt, batch)
     wgrad_dt = dt
     if dt == "fp8":
         # the FP8 recipe's GEMM kernels (row-wise scaled, or a 16-bit weight gradient)

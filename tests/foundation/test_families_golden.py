@@ -8,12 +8,14 @@ a tolerance of half a unit in its last digit plus 1% for what the card's roundin
 
 from __future__ import annotations
 
+import json
+from importlib import resources
 from typing import Any
 
 import pytest
 
 from flopwise.errors import FlopwiseError
-from flopwise.workload.hf import spec_from_config
+from flopwise.workload.hf import load_model, spec_from_config
 from flopwise.workload.params import count_params
 
 GEMMA2 = {
@@ -363,3 +365,17 @@ def test_missing_repo_says_how_to_get_the_config(
         FlopwiseError, match=r"huggingface-cli download Qwen/Qwen2\.5-14B config\.json"
     ):
         load_model("Qwen/Qwen2.5-14B")
+
+
+def test_kimi_k2_configs_normalise_as_deepseek_v3_architecture() -> None:
+    # Kimi K2 ships DeepseekV3ForCausalLM under model_type "kimi_k2"; Kimi K2.5 wraps the same
+    # language model in a vision config (text_config of model_type "kimi_k2")
+    k2 = load_model("kimi-k2")
+    assert k2.model_type == "kimi_k2" and k2.is_mla and k2.is_moe
+    assert (k2.experts, k2.experts_per_token, k2.shared_experts) == (384, 8, 1)
+    assert k2.dense_layers == (0,) and k2.layers == 61
+    cfg = json.loads(
+        (resources.files("flopwise.catalog") / "data/models/kimi-k2.json").read_text("utf-8")
+    )
+    wrapped = spec_from_config("kimi-k2.5", {"model_type": "kimi_k25", "text_config": cfg})
+    assert count_params(wrapped).total == count_params(k2).total

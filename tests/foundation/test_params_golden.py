@@ -33,6 +33,13 @@ GOLDEN = [
     ("qwen2.5-7b", 7.61e9, None, 0.01, "Qwen2.5 model card: 7.61B"),
     ("falcon-180b", 180e9, None, 0.01, "TII Falcon-180B card: 180B"),
     ("gpt-neox-20b", 20_554_567_680, None, 0.001, "Black et al. 2022: 20,554,567,680 params"),
+    (
+        "kimi-k2",
+        1e12,
+        32e9,
+        0.03,
+        "Kimi K2 model card (moonshotai/Kimi-K2-Instruct): 1T total, 32B activated (rounded)",
+    ),
 ]
 
 

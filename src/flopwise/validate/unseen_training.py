@@ -68,6 +68,11 @@ def pose_argv(r: Row) -> list[str] | str:
         return r["notes"] or "throughput or global batch not published"
     if not r["model"].strip():
         return f"no catalog model for {r['table_model']}"
+    if "Muon optimizer" in r["notes"]:
+        return (
+            "trained with the Muon optimizer (table note): the planner prices AdamW's update "
+            "and state, not Muon's Newton-Schulz iterations or its gathers of whole matrices"
+        )
     flags = PRECISION_FLAGS.get(r["precision"])
     if flags is None:
         posed = ", ".join(PRECISION_FLAGS)

@@ -160,6 +160,9 @@ NORMALISERS: Mapping[str, Callable[[str, Config], dict[str, Any]]] = {
     "qwen3_moe": _qwen_moe,
     "deepseek_v3": _deepseek,
     "deepseek_v2": _deepseek,
+    # Moonshot's Kimi K2: DeepseekV3ForCausalLM under its own model_type (MLA, 384 routed
+    # experts, one shared, first layer dense)
+    "kimi_k2": _deepseek,
     "gpt_oss": _gpt_oss,
     **CLASSIC_NORMALISERS,
 }

@@ -240,11 +240,13 @@ FAMILY_NORMALISERS: Mapping[str, Callable[[str, Config], dict[str, Any]]] = {
 TEXT_CONFIG_WRAPPERS: Mapping[str, str] = {
     "gemma3": "gemma3_text",
     "llama4": "llama4_text",
+    "kimi_k25": "kimi_k2",  # Kimi K2.5: the K2 language model under a vision wrapper
 }
 
 
 def unwrap_text_config(name: str, cfg: Config) -> Config:
-    """The language-model config of a multimodal wrapper (Gemma 3, Llama 4), else `cfg`."""
+    """The language-model config of a multimodal wrapper (Gemma 3, Llama 4, Kimi K2.5), else
+    `cfg`."""
     inner_type = TEXT_CONFIG_WRAPPERS.get(str(cfg.get("model_type")))
     if inner_type is None:
         return cfg

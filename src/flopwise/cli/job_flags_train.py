@@ -181,9 +181,10 @@ TRAIN_FLAGS: list[JobFlag] = [
     ),
     JobFlag(
         "fp8-recipe",
-        "FP8 scaling recipe with --dtype fp8 (default: the profile's; torchtitan: tensorwise, "
-        "others: delayed): tensorwise, rowwise, rowwise-gw-hp (torchao), delayed, current, "
-        "mxfp8 (Transformer Engine; mxfp8 on Blackwell/CDNA4 only)",
+        "low-precision recipe with --dtype fp8 (default: the profile's; torchtitan: "
+        "tensorwise, others: delayed): tensorwise, rowwise, rowwise-gw-hp (torchao), delayed, "
+        "current, mxfp8, nvfp4 (Transformer Engine; mxfp8 on Blackwell/CDNA4 only; nvfp4, "
+        "NVFP4 GEMMs at the FP4 rate, on NVIDIA Blackwell only)",
         kinds=_T,
         choices=_fp8_recipes(),
         group=_FRAMEWORK,

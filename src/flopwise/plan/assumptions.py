@@ -55,7 +55,7 @@ def hardware_fallbacks(hw: Hardware, dtype: str) -> dict[str, dict[str, Any]]:
                 "MAMF_SIBLINGS)"
             )
         else:
-            frac, refs = fraction_without_mamf(hw, dtype)
+            frac, other, refs = fraction_without_mamf(hw, dtype)
             how = (
                 f"peak x {GEMM_FRACTION_WITHOUT_MAMF} (plan/efficiency.py "
                 "GEMM_FRACTION_WITHOUT_MAMF)"
@@ -64,7 +64,7 @@ def hardware_fallbacks(hw: Hardware, dtype: str) -> dict[str, dict[str, Any]]:
                 how = (
                     f"peak x {frac:.2f}: {GEMM_FRACTION_WITHOUT_MAMF} (plan/efficiency.py "
                     f"GEMM_FRACTION_WITHOUT_MAMF) x {frac / GEMM_FRACTION_WITHOUT_MAMF:.2f}, "
-                    f"{dtype}'s fraction of peak over fp8's where both are published "
+                    f"{dtype}'s fraction of peak over {other}'s where both are published "
                     f"({', '.join(refs)}; plan/gemm_ceiling.py FP4_STAND_IN_REFERENCES)"
                 )
         out[f"matmul_tflops:{dtype}"] = _entry(

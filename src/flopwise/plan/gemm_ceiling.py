@@ -129,20 +129,18 @@ def ceiling_tflops(hw: Hardware, dtype: str) -> float:
     return hw.peak(dtype) * fraction_without_mamf(hw, dtype)[0]
 
 
-def fraction_without_mamf(hw: Hardware, dtype: str) -> tuple[float, tuple[str, ...]]:
-    """(fraction of peak, the reference devices scaling it) for a device with no MAMF of any
-    dtype: GEMM_FRACTION_WITHOUT_MAMF, times the FP4/FP8 ratio of the reference devices for a
-    dtype that has one (FP4_STAND_IN_REFERENCES), as a device with an FP8 MAMF scales it: the
-    generic fraction is an FP8/16-bit one, and no device reaches it at its FP4 peak."""
-    ratio = None
-    for other in MAMF_STAND_INS.get(dtype, ()):
-        if dtype in FP4_STAND_IN_REFERENCES:
+def fraction_without_mamf(hw: Hardware, dtype: str) -> tuple[float, str, tuple[str, ...]]:
+    """(fraction of peak, the dtype whose ratio scales it, the reference devices) for a device
+    with no MAMF of any dtype: GEMM_FRACTION_WITHOUT_MAMF, times `dtype`'s fraction over its
+    stand-in dtype's on the reference devices where it has them (FP4_STAND_IN_REFERENCES), as a
+    device with an FP8 MAMF scales it: the generic fraction is a 16-bit/FP8 one, and no device
+    reaches it at its FP4 peak."""
+    if dtype in FP4_STAND_IN_REFERENCES:
+        for other in MAMF_STAND_INS.get(dtype, ()):
             ratio = stand_in_ratio(dtype, other, hw.id)
             if ratio is not None:
-                break
-    if ratio is None:
-        return GEMM_FRACTION_WITHOUT_MAMF, ()
-    return GEMM_FRACTION_WITHOUT_MAMF * ratio[0], ratio[1]
+                return GEMM_FRACTION_WITHOUT_MAMF * ratio[0], other, ratio[1]
+    return GEMM_FRACTION_WITHOUT_MAMF, dtype, ()
 
 
 def bandwidth_bytes_per_s(hw: Hardware) -> float:

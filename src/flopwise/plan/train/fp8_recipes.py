@@ -52,7 +52,6 @@ else changes (the GEMM kernel, the tensor-parallel all-gather dtype) is the reci
   Weights are quantized once per step; sequence-parallel all-gathers carry the MXFP8 data and
   scales. Only devices with block-scaled tensor cores run it (those with an FP4 peak in the
   catalog: Blackwell, CDNA4); elsewhere the plan is refused.
-
 - **nvfp4** (Transformer Engine ``NVFP4BlockScaling``; Megatron-Bridge ``bf16_with_nvfp4_mixed``,
   the tables' "NVFP4"): the recipe of NVIDIA's NVFP4 pre-training paper (arXiv:2509.25149) as
   Transformer Engine runs it: E2M1 values (half a byte) with an E4M3 scale per 16 values and an

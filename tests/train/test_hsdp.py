@@ -81,6 +81,21 @@ def test_search_considers_hsdp_and_respects_the_flag() -> None:
     assert not off.best.layout.hsdp
 
 
+def test_search_offers_no_hsdp_that_shards_over_one_gpu() -> None:
+    # TP 8 fills a DGX H100: each node holds one member of every DP group, so "HSDP" would
+    # shard over one GPU, replicating the whole state under a ZeRO-3 name; the search keeps full
+    # sharding
+    model = load_model("llama-3.1-70b")
+    hw = hardware_from_catalog("h100-sxm", "dgx-h100")
+    job = TrainJob(gpus=128, seq_len=4096, global_batch_seqs=256)
+    cons = LayoutConstraints(tp=8, pp=4, dp=4, cp=1, vpp=1, microbatch=1, recompute="full", zero=3)
+    plan = plan_training(model, hw, job, cons)
+    assert not plan.best.layout.hsdp and not any(c.layout.hsdp for c in plan.outcome.top)
+    # the state is sharded over the 4 DP ranks, as the distributed optimizer shards it
+    zero1 = plan_training(model, hw, job, replace(cons, zero=1)).best
+    assert plan.best.memory.optimizer == pytest.approx(zero1.memory.optimizer)
+
+
 def test_cli_hsdp_json_and_bad_combination() -> None:
     args = ("plan", "train", "llama-3.1-8b", "-a", "h100-sxm", "--gpus", "64", "--tokens", "1T")
     r = run_cli(*args, "--hsdp", "--tp", "1", "--pp", "1", "--json")

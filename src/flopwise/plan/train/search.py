@@ -96,8 +96,11 @@ def search(
             zeros = [3] if 3 in zeros else []
         # (stage, hsdp): HSDP is a ZeRO-3 variant, tried where the DP group spans nodes
         variants = [(z, False) for z in zeros if not cons.hsdp]
-        spans = ctx.shard_group(tp, dp, cp, True) < dp * cp
-        if 3 in zeros and cons.hsdp is not False and (cons.hsdp or spans):
+        inner = ctx.shard_group(tp, dp, cp, True)
+        spans = inner < dp * cp
+        # a domain that TP fills holds one member of the DP group: "HSDP" over one GPU shards
+        # nothing (ZeRO-0 by another name), so the search does not offer it
+        if 3 in zeros and cons.hsdp is not False and (cons.hsdp or (spans and inner > 1)):
             variants.append((3, True))
         sps = [cons.sequence_parallel] if cons.sequence_parallel is not None else [False, True]
         sps = [s for s in sps if tp > 1 or not s]

@@ -312,3 +312,18 @@ def test_nvfp4_is_refused_off_nvidia_blackwell() -> None:
         )  # fmt: skip
         assert proc.returncode == 2 and says in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_an_nvfp4_plan_names_the_fp4_ceiling_it_assumed() -> None:
+    # GB300 publishes no MAMF: the plan's ASSUMED entry is the ceiling its GEMMs run at (FP4),
+    # not FP8's
+    proc = run_cli(
+        "plan", "train", "llama-3.1-8b", "-a", "gb300", "--gpus", "8", "--tokens", "1T",
+        "--dtype", "fp8", "--fp8-recipe", "nvfp4", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assumed = json.loads(proc.stdout)["assumed"]
+    assert "matmul_tflops:fp8" not in assumed
+    fp4 = assumed["matmul_tflops:fp4"]
+    gb300 = hardware_from_catalog("gb300", None)
+    assert fp4["value"] < 0.8 * gb300.peak("fp4") and "FP4_STAND_IN_REFERENCES" in fp4["source"]

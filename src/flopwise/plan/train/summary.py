@@ -17,6 +17,8 @@ def assumed_fallbacks(ctx: ModelContext) -> dict[str, Any]:
     dtype = (
         "bf16" if ctx.job.dtype == "fp16" and "fp16" not in ctx.hw.peak_tflops else ctx.job.dtype
     )
+    if ctx.job.dtype == "fp8":
+        dtype = ctx.fp8_recipe.gemm_dtype  # the GEMMs' own ceiling (NVFP4: the FP4 one)
     out = hardware_fallbacks(ctx.hw, dtype)
     out.update(gpus_per_node_fallback(ctx.hw, ctx.gpus_per_node, ctx.job.gpus_per_node is not None))
     if ctx.job.sustained_compute_fraction is None:

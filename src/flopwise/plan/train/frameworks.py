@@ -116,9 +116,10 @@ MCORE_ZERO_STAGES: tuple[int, ...] = (0, 1, 3)
 MEGATRON_FSDP_SOURCE = (
     "NVIDIA/Megatron-LM docs/discussions/megatron-fsdp-user-guide: --use-megatron-fsdp "
     "--data-parallel-sharding-strategy optim_grads_params; NVIDIA-NeMo/Megatron-Bridge "
-    "scripts/performance/utils/overrides.py set_megatron_fsdp_overrides (optim_grads_params, "
-    "gradients reduced in bf16 in the performance configs) and docs/performance-summary.md "
-    "('FSDP > 0: use FSDP with sharding group size = #GPUs / (TP x PP)')"
+    "scripts/performance/utils/overrides.py _set_megatron_fsdp_overrides (earlier: helpers.py "
+    "set_megatron_fsdp_overrides, beside set_basic_perf_overrides' grad_reduce_in_fp32=False): "
+    "optim_grads_params; docs/performance-summary.md ('FSDP > 0: use FSDP with sharding group "
+    "size = #GPUs / (TP x PP)')"
 )
 
 _DEFAULT_RECIPES = MappingProxyType({"bf16": "bf16-adam", "fp16": "bf16-adam", "fp8": "fp8-adam"})

@@ -358,6 +358,7 @@ def _share(p: Pass, dp: int) -> Pass:
         prefill_tokens=p.prefill_tokens / dp,
         prefill_pairs=p.prefill_pairs / dp,
         prefill_pairs_sliding=p.prefill_pairs_sliding / dp,
+        logits_rows=p.logits_rows / dp,
     )
 
 
@@ -382,7 +383,7 @@ def stage_pass_time(
     total = (common + attn).scaled(sh.layers)
     comm_layers = sh.moe_layers_on_stage if sh.dense_whole else sh.layers
     total = total + Breakdown(comm_s=(1 if sh.attn_dp > 1 else 2) * ar * comm_layers)
-    pd = pa if sh.dense_whole else p  # the rows through the dense MLP and shared experts
+    pd = pa if sh.dense_whole else p  # the rows through the dense MLP, shared experts, lm_head
     if sh.dense_layers_on_stage:
         total = total + _mlp(sh, pd, hw, r, moe=False).scaled(sh.dense_layers_on_stage)
     if sh.moe_layers_on_stage:
@@ -391,9 +392,8 @@ def stage_pass_time(
     if with_logits and p.logits_rows > 0:
         # the lm_head stays 16-bit in quantized checkpoints (shard.VOCAB_WEIGHT_BYTES)
         head = replace(r, weight_bytes=sh.vocab_bytes_per_elt)
-        rows = p.logits_rows / sh.attn_dp if sh.dense_whole else p.logits_rows
-        total = total + gemm(rows, sh.logits_out, h, hw, head)
-        total = total + _logits_gather_and_sample(sh, rows, hw, r, engine)
+        total = total + gemm(pd.logits_rows, sh.logits_out, h, hw, head)
+        total = total + _logits_gather_and_sample(sh, pd.logits_rows, hw, r, engine)
     return total
 
 

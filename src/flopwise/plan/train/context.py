@@ -53,7 +53,10 @@ class ModelContext:
     domain: int = field(init=False)  # GPUs that share the scale-up fabric
     bw_bytes_s: float = field(init=False)  # achievable HBM bandwidth
     peak16_flops: float = field(init=False)
-    peak_flops: float = field(init=False)  # dense peak of the GEMM dtype (MFU denominator)
+    # dtype the layers' GEMMs run in (fp16 on bf16 units where no fp16 peak; an fp8 recipe's own:
+    # NVFP4's is fp4); its dense peak is the MFU denominator
+    gemm_dtype: str = field(init=False)
+    peak_flops: float = field(init=False)
     capacity_bytes: float | None = field(init=False)
     compute_fraction: float = field(init=False)  # sustained fraction of GEMM/attention rates
     power_factor: float = field(init=False)  # clock share at a reduced power cap
@@ -104,6 +107,7 @@ class ModelContext:
         dtype = "bf16" if job.dtype == "fp16" and "fp16" not in hw.peak_tflops else job.dtype
         if job.dtype == "fp8":
             dtype = self.fp8_recipe.gemm_dtype  # NVFP4's GEMMs run at the FP4 peak
+        self.gemm_dtype = dtype
         self.peak_flops = hw.peak(dtype) * 1e12
         self.capacity_bytes = hw.memory_bytes
         override = job.sustained_compute_fraction

@@ -14,12 +14,7 @@ from .context import ModelContext
 
 def assumed_fallbacks(ctx: ModelContext) -> dict[str, Any]:
     """The fallbacks this plan rests on (plan/assumptions.py), by name."""
-    dtype = (
-        "bf16" if ctx.job.dtype == "fp16" and "fp16" not in ctx.hw.peak_tflops else ctx.job.dtype
-    )
-    if ctx.job.dtype == "fp8":
-        dtype = ctx.fp8_recipe.gemm_dtype  # the GEMMs' own ceiling (NVFP4: the FP4 one)
-    out = hardware_fallbacks(ctx.hw, dtype)
+    out = hardware_fallbacks(ctx.hw, ctx.gemm_dtype)
     out.update(gpus_per_node_fallback(ctx.hw, ctx.gpus_per_node, ctx.job.gpus_per_node is not None))
     if ctx.job.sustained_compute_fraction is None:
         out.update(sustained_fraction_fallback(ctx.hw, ctx.compute_fraction))

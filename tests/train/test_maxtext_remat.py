@@ -226,3 +226,32 @@ def test_xla_fuses_pointwise_work_into_the_matmuls(llama70, monkeypatch) -> None
     assert unfused.compute_fwd - fused.compute_fwd == pytest.approx(saved_fwd_s)
     assert unfused.compute_bwd - fused.compute_bwd == pytest.approx(2 * saved_fwd_s)
     assert fw.get_profile("torchtitan").fused_pointwise is False
+
+
+def test_xla_fsdp_spends_no_gradient_flatten_cast_or_divide_pass(llama70, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # PyTorch FSDP copies each microbatch's unsharded gradients into a flat buffer (read 2 +
+    # write 2 B), casts them to the fp32 reduce dtype (read 2, write 4) and pre-divides them
+    # (read 4, write 4): 18 B per parameter in HBM before the reduce-scatter. A JAX gradient is
+    # one array per parameter that GSPMD reduce-scatters straight from its producing fusion, so
+    # MaxText's ZeRO-3 step pays only the fixed time; the same step with the profile's XLA
+    # fusion switched off pays the 18 B per parameter.
+    from dataclasses import replace
+
+    import flopwise.plan.train.frameworks as fw
+    from flopwise.plan.train.constants import STEP_FIXED_S
+    from flopwise.plan.train.step_time import step_breakdown
+
+    job = TrainJob(gpus=256, seq_len=4096, global_batch_seqs=1024, framework="maxtext")
+    lay = Layout(tp=1, pp=1, dp=256, microbatch=2, zero=3, recompute="full")
+    fused_ctx = ModelContext(llama70, hardware_from_catalog("tpu-v5p"), job)
+    assert step_breakdown(fused_ctx, lay, 2).other == pytest.approx(STEP_FIXED_S)
+    unfused_profile = replace(fw.PROFILES["maxtext"], fused_pointwise=False)
+    real = fw.get_profile
+    monkeypatch.setattr(
+        fw, "get_profile", lambda name: unfused_profile if name == "maxtext" else real(name)
+    )
+    unfused_ctx = ModelContext(llama70, hardware_from_catalog("tpu-v5p"), job)
+    extra = step_breakdown(unfused_ctx, lay, 2).other - STEP_FIXED_S
+    # Llama 2 70B: 80 x (2 x 8192^2 + 2 x 8192 x 1024 + 3 x 8192 x 28672) + 2 x 32000 x 8192
+    params = 80 * (2 * H * H + 2 * H * KV + 3 * H * FFN) + 2 * 32000 * H
+    assert extra == pytest.approx(2 * params * 18.0 / unfused_ctx.bw_bytes_s, rel=0.02)

@@ -22,6 +22,7 @@ from flopwise.cli.job_flag import (
     _remat_tensors,
 )
 from flopwise.plan.train.job import ATTENTION_IMPLS, TRAIN_DTYPES
+from flopwise.plan.train.muon import OPTIMIZERS
 
 #: Training: the workload, the layout (any left out is searched), the framework switches.
 TRAIN_FLAGS: list[JobFlag] = [
@@ -79,6 +80,15 @@ TRAIN_FLAGS: list[JobFlag] = [
         "training-state recipe (default bf16-adam, fp8-adam for --dtype fp8)",
         kinds=_T,
         metavar="NAME",
+    ),
+    JobFlag(
+        "optimizer",
+        "optimizer (default adamw; muon: Muon on the layers' weight matrices and AdamW on "
+        "embeddings, output layer and norms, as Megatron-Core runs it: one momentum buffer, "
+        "five Newton-Schulz iterations per matrix by the rank that owns it; ZeRO 0/1 only)",
+        kinds=_T,
+        choices=OPTIMIZERS,
+        default="adamw",
     ),
     JobFlag(
         "inter-node-gbps",

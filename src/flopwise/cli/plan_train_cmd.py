@@ -41,6 +41,7 @@ def framework_job_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "pp_scatter_gather": args.pp_scatter_gather,
         "remat_tensors": getattr(args, "remat_tensors", None) or (),
         "fp8_recipe": args.fp8_recipe,
+        "optimizer": getattr(args, "optimizer", None) or "adamw",
     }
 
 

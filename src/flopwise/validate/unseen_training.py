@@ -68,11 +68,9 @@ def pose_argv(r: Row) -> list[str] | str:
         return r["notes"] or "throughput or global batch not published"
     if not r["model"].strip():
         return f"no catalog model for {r['table_model']}"
-    if "Muon optimizer" in r["notes"]:
-        return (
-            "trained with the Muon optimizer (table note): the planner prices AdamW's update "
-            "and state, not Muon's Newton-Schulz iterations or its gathers of whole matrices"
-        )
+    # the table's note "Muon optimizer was used for pre-training Kimi-K2": Megatron-Core's
+    # Muon under its layer-wise distributed optimizer (ZeRO-1, plan/train/muon.py)
+    optimizer = ["--optimizer", "muon"] if "Muon optimizer" in r["notes"] else []
     flags = PRECISION_FLAGS.get(r["precision"])
     if flags is None:
         posed = ", ".join(PRECISION_FLAGS)
@@ -107,7 +105,7 @@ def pose_argv(r: Row) -> list[str] | str:
             argv += ["--etp", "1"]
     # a published layout is judged against device capacity, as a user pinning it would
     # (headroom is the search's margin for unrun layouts)
-    return [*argv, *sharding, "--memory-headroom", "0"]
+    return [*argv, *sharding, *optimizer, "--memory-headroom", "0"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
 from flopwise.plan.roofline import Tier, memory_bw_bytes_per_s, tier_for
 from flopwise.plan.sustained import power_clock_share, sustained_compute_fraction
+from flopwise.plan.train.muon import muon_recipe
 from flopwise.units import GIB
 from flopwise.workload.flops import (
     RECOMPUTE_MODES,
@@ -76,6 +77,8 @@ class ModelContext:
         m, hw, job = self.model, self.hw, self.job
         self.counts = count_params(m)
         self.recipe = resolve_recipe(job.recipe_name)
+        if job.optimizer == "muon":
+            self.recipe = muon_recipe(self.recipe, self.counts)
         self.fp8_recipe = get_fp8_recipe(job.fp8_recipe_name)
         if job.dtype == "fp8" and self.fp8_recipe.needs_block_scaled_mma:
             fp4 = hw.accelerator.spec("peak_fp4_tflops") if hw.accelerator is not None else None

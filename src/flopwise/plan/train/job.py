@@ -88,6 +88,9 @@ class TrainJob:
     remat_tensors: tuple[tuple[str, str], ...] = ()
     # FP8 scaling recipe (plan/train/fp8_recipes.py); None: the framework profile's. Only with fp8
     fp8_recipe: str | None = None
+    # "adamw", or "muon": Muon on the layers' weight matrices, AdamW on the rest, as Megatron-Core
+    # runs it (plan/train/muon.py); ZeRO 0/1 only
+    optimizer: str = "adamw"
 
     def __post_init__(self) -> None:
         for name in ("gpus", "seq_len", "global_batch_seqs"):
@@ -135,6 +138,12 @@ class TrainJob:
                 raise FlopwiseError(
                     f"--fp8-recipe {self.fp8_recipe} applies to --dtype fp8, not {self.dtype}"
                 )
+        from flopwise.plan.train.muon import OPTIMIZERS
+
+        if self.optimizer not in OPTIMIZERS:
+            raise FlopwiseError(
+                f"optimizer {self.optimizer!r} is not one of {', '.join(OPTIMIZERS)}"
+            )
         f = self.sustained_compute_fraction
         if f is not None and not 0.0 < f <= 1.5:
             raise FlopwiseError(f"sustained compute fraction must be in (0, 1.5], got {f}")

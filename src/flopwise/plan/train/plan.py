@@ -22,6 +22,7 @@ from .layout import (
     layout_problem,
     zero_shard_gpus,
 )
+from .muon import MUON_SOURCE, MUON_ZERO_STAGES, check_muon_zero, muon_managed_params
 from .search import Candidate, SearchOutcome, search
 from .summary import context_summary
 
@@ -195,9 +196,25 @@ class TrainPlan:
             "cost_usd": self.cost_usd,
             **self._intervals(),
             "framework": job.profile.to_dict(),
+            "optimizer": self._optimizer_dict(),
             "ep_dispatcher": job.ep_dispatcher,
             "objective": job.objective,
             "search": self._search_dict(),
+        }
+
+    def _optimizer_dict(self) -> dict[str, Any]:
+        """Which optimizer the plan prices; for Muon, its share of the parameters and the
+        seconds of its orthogonalisation inside `breakdown.optimizer_s`."""
+        if self.job.optimizer != "muon":
+            return {"name": self.job.optimizer}
+        from flopwise.workload.params import count_params
+
+        counts = count_params(self.model)
+        return {
+            "name": "muon",
+            "managed_params_share": muon_managed_params(counts) / max(counts.total, 1),
+            "newton_schulz_s": self.best.step.newton_schulz,
+            "source": MUON_SOURCE,
         }
 
     def _margin_gib(self) -> float | None:
@@ -249,6 +266,14 @@ def plan_training(
     what would make the job fit (more GPUs, ZeRO-3, recompute, dropped constraints).
     """
     cons = constraints or LayoutConstraints()
+    if job.optimizer == "muon":
+        check_muon_zero(cons.zero)
+        if not set(job.profile.zero_stages) & set(MUON_ZERO_STAGES):
+            stages = ", ".join(map(str, job.profile.zero_stages))
+            raise FlopwiseError(
+                f"--optimizer muon: framework {job.profile.name} runs ZeRO stage(s) {stages}, "
+                "and Muon is priced for ZeRO 0 or 1 (whole matrices per rank)"
+            )
     extra = constrain(job.profile, cons.given())
     if extra:
         cons = replace(cons, **extra)

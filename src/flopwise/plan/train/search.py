@@ -24,6 +24,7 @@ from .layout import (
     vpp_options,
 )
 from .memory import MemoryBreakdown, memory_breakdown, state_bytes
+from .muon import MUON_ZERO_STAGES
 from .step_time import StepBreakdown, step_breakdown
 
 
@@ -92,6 +93,8 @@ def search(
         zeros = [cons.zero] if cons.zero is not None else ([0, 1] if pp > 1 else [0, 1, 2, 3])
         if cons.zero is None:
             zeros = [z for z in zeros if z in job.profile.zero_stages]
+            if job.optimizer == "muon":  # whole matrices per rank (muon.py)
+                zeros = [z for z in zeros if z in MUON_ZERO_STAGES]
         if cons.hsdp:
             zeros = [3] if 3 in zeros else []
         # (stage, hsdp): HSDP is a ZeRO-3 variant, tried where the DP group spans nodes

@@ -46,6 +46,7 @@ from .fp8 import layer_cast_cost
 from .fp8_recipes import FP8_BYTES
 from .layout import Layout, stage_layers
 from .memory import _stage_params, expert_shard_group
+from .muon import layer_matrices, newton_schulz_s, tp_gather_s
 from .recipes import grad_reduce_bytes
 from .xla_memory import policy_recompute_s, policy_recomputes_attention
 
@@ -334,6 +335,8 @@ class StepBreakdown:
     #: seconds of the attention core inside `compute` and `recompute` (not added again to the
     #: step): how attention-bound the step is (interval.py's attention-bound regime)
     attention: float = 0.0
+    #: seconds of Muon's Newton-Schulz iterations and their TP gathers inside `optimizer`
+    newton_schulz: float = 0.0
 
     @property
     def attention_share(self) -> float:
@@ -431,6 +434,8 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     shard_e = expert_shard_group(lay, shard) if lay.zero >= 1 else 1
     updated = p_first / shard + p_exp / shard_e
     opt = updated * (ctx.recipe.total + ADAM_EXTRA_WRITE_BYTES) / ctx.bw_bytes_s
+    ns = muon_step_s(ctx, lay, n_layers) if ctx.job.optimizer == "muon" else 0.0
+    opt += ns
     # ZeRO-2/3: every microbatch's unsharded gradients are flattened, cast and divided in HBM.
     # Not under XLA (fused_pointwise): a JAX gradient is one array per parameter, never copied
     # into a flat bucket; GSPMD reduce-scatters the weight-gradient dot's output over the FSDP
@@ -452,4 +457,42 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
         optimizer=opt,
         other=other,
         attention=m * n_layers * (lc.attn_fwd + lc.attn_bwd + rc_attn),
+        newton_schulz=ns,
     )
+
+
+def muon_step_s(ctx: ModelContext, lay: Layout, n_layers: int) -> float:
+    """Seconds of Muon's orthogonalisation on the busiest rank of the stage with `n_layers`
+    layers (plan/train/muon.py): each matrix's TP gather and Newton-Schulz iterations on the whole
+    matrix ("duplicated" mode), by the rank that owns it: every rank under ZeRO-0, one of the
+    data-parallel group (experts: of the expert data-parallel group) under ZeRO-1, whole
+    matrices per rank, so the busiest owner takes at least the largest one."""
+    key = ("muon", lay.tp, lay.dp, lay.cp, lay.ep, lay.expert_tp, lay.zero, n_layers)
+    cache = ctx.cache("muon")
+    hit = cache.get(key)
+    if hit is not None:
+        return hit  # type: ignore[return-value]
+    mats = layer_matrices(ctx.model)
+    frac_moe = ctx.n_moe / ctx.model.layers
+    tp_tier = ctx.tier(lay.tp, lay.tp) if lay.tp > 1 else None
+    etp = lay.expert_tp
+    etp_tier = ctx.tier(etp, etp) if etp > 1 else None
+
+    def one(rows: int, cols: int, group: int, tier: Tier | None) -> float:
+        t = newton_schulz_s(rows, cols, ctx.hw, ctx.compute_fraction)
+        return t + (tp_gather_s(rows, cols, group, tier) if tier is not None else 0.0)
+
+    dense = [one(r, c, lay.tp, tp_tier) for r, c in mats.dense_layer]
+    moe = [one(r, c, lay.tp, tp_tier) for r, c in mats.moe_layer]
+    expert = [one(r, c, etp, etp_tier) for r, c in mats.expert]
+    local = ctx.model.experts // lay.ep if ctx.model.is_moe else 0
+    shared_total = n_layers * ((1.0 - frac_moe) * sum(dense) + frac_moe * sum(moe))
+    expert_total = n_layers * frac_moe * local * sum(expert)
+    if lay.zero >= 1:
+        owners, expert_owners = lay.dp * lay.cp, lay.expert_dp
+        largest = max([*dense, *moe, *expert], default=0.0)
+        res = max(shared_total / owners + expert_total / expert_owners, largest)
+    else:
+        res = shared_total + expert_total
+    cache[key] = res
+    return res

@@ -167,3 +167,15 @@ def test_kimi_k2_rows_are_posed_with_muon() -> None:
         assert isinstance(argv, list)
         assert argv[argv.index("--optimizer") + 1] == "muon"
         assert argv[argv.index("--zero") + 1] == "1"
+
+
+def test_checkpoint_holds_muons_smaller_state() -> None:
+    # goodput's checkpoint: weights + fp32 master + optimizer state; Muon saves one momentum
+    # buffer where Adam saves two moments, on the managed share of the parameters
+    base = ("plan", "train", "llama-3.1-8b", "-a", "h100-sxm", "--gpus", "64", "--tokens", "1T")
+    adam = json.loads(run_cli(*base, "--zero", "1", "--json").stdout)
+    muon = json.loads(run_cli(*base, "--zero", "1", "--optimizer", "muon", "--json").stdout)
+    share = muon["optimizer"]["managed_params_share"]
+    saved = adam["goodput"]["checkpoint_bytes"] - muon["goodput"]["checkpoint_bytes"]
+    # the generic profile's bf16-adam recipe keeps 8 B of Adam moments per parameter
+    assert saved == pytest.approx(adam["params"] * 8 * share / 2, rel=1e-6)

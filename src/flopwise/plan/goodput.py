@@ -247,7 +247,11 @@ def _state_bytes(doc: dict[str, Any]) -> tuple[float, float | None]:
     if not recipe:
         raise FlopwiseError("goodput needs the plan's training recipe (a model plan, not --mfu)")
     r = resolve_recipe(str(recipe))
-    total = float(doc["params"]) * (r.weights + r.master + r.optimizer)
+    optimizer = r.optimizer
+    opt = doc.get("optimizer") or {}
+    if opt.get("name") == "muon":  # one momentum buffer on the matrices (plan/train/muon.py)
+        optimizer *= 1.0 - 0.5 * float(opt["managed_params_share"])
+    total = float(doc["params"]) * (r.weights + r.master + optimizer)
     mem = doc.get("memory_breakdown") or {}
     keys = ("weights_gib", "master_weights_gib", "optimizer_gib")
     per_gpu = sum(float(mem[k]) for k in keys) * GIB if all(k in mem for k in keys) else None

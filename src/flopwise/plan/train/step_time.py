@@ -439,8 +439,8 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     # ZeRO-2/3: every microbatch's unsharded gradients are flattened, cast and divided in HBM.
     # Not under XLA (fused_pointwise): a JAX gradient is one array per parameter, never copied
     # into a flat bucket; GSPMD reduce-scatters the weight-gradient dot's output over the FSDP
-    # axis (jax-ml/scaling-book training.md, FSDP: the backward reduce-scatters the gradients), and the
-    # cast and the loss's mean ride in that fusion like any pointwise op
+    # axis (jax-ml/scaling-book training.md: FSDP's backward reduce-scatters the gradients),
+    # and the cast and the loss's mean ride in that fusion like any pointwise op
     other = STEP_FIXED_S
     if lay.zero >= 2 and lay.dp * lay.cp > 1 and not ctx.job.profile.fused_pointwise:
         per_param = zero_grad_handling_bytes(grad_reduce_bytes(ctx.recipe))

@@ -113,6 +113,8 @@ def test_tensor_parallel_ranks_duplicate_the_iterations_and_gather_the_momentum(
 def test_muon_refuses_element_sharded_state() -> None:
     with pytest.raises(FlopwiseError, match="--zero 3 with --optimizer muon"):
         _plan("muon", zero=3)
+    with pytest.raises(FlopwiseError, match="--hsdp with --optimizer muon"):
+        _plan("muon", hsdp=True)
     with pytest.raises(FlopwiseError, match="not one of adamw, muon"):
         TrainJob(gpus=8, seq_len=4096, global_batch_seqs=8, optimizer="lion")
     model = load_model("llama-3.1-8b")

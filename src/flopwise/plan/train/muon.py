@@ -77,7 +77,13 @@ def muon_recipe(recipe: TrainingRecipe, counts: ParamCounts) -> TrainingRecipe:
     )
 
 
-def check_muon_zero(zero: int | None) -> None:
+def check_muon_zero(zero: int | None, hsdp: bool | None = None) -> None:
+    """A one-line error for a sharding Muon is not priced for (ZeRO-2/3, HSDP)."""
+    if hsdp:
+        raise FlopwiseError(
+            "--hsdp with --optimizer muon: HSDP shards like ZeRO-3, and Muon is priced with "
+            "whole matrices per rank (ZeRO 0 or 1); drop --hsdp"
+        )
     if zero is not None and zero not in MUON_ZERO_STAGES:
         raise FlopwiseError(
             f"--zero {zero} with --optimizer muon: Muon is priced with whole matrices per rank "

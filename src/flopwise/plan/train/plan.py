@@ -267,7 +267,7 @@ def plan_training(
     """
     cons = constraints or LayoutConstraints()
     if job.optimizer == "muon":
-        check_muon_zero(cons.zero)
+        check_muon_zero(cons.zero, cons.hsdp)
         if not set(job.profile.zero_stages) & set(MUON_ZERO_STAGES):
             stages = ", ".join(map(str, job.profile.zero_stages))
             raise FlopwiseError(

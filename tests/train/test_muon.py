@@ -181,3 +181,42 @@ def test_checkpoint_holds_muons_smaller_state() -> None:
     saved = adam["goodput"]["checkpoint_bytes"] - muon["goodput"]["checkpoint_bytes"]
     # the generic profile's bf16-adam recipe keeps 8 B of Adam moments per parameter
     assert saved == pytest.approx(adam["params"] * 8 * share / 2, rel=1e-6)
+
+
+def test_newton_schulz_device_script_runs_on_the_cpu() -> None:
+    # benchmarks/device/newton_schulz.py is what a GPU session runs to time the iterations the
+    # plan prices; on the CPU it checks itself: the quintic iteration leaves every singular value
+    # of a gradient-like input (columns spread over a decade of scale) in Jordan's band
+    # ("S'_ii ~ Uniform(0.5, 1.5)"); five steps cannot lift far smaller singular values
+    import importlib.util
+    from pathlib import Path
+
+    torch = pytest.importorskip("torch")
+    path = Path(__file__).resolve().parents[2] / "benchmarks/device/newton_schulz.py"
+    spec = importlib.util.spec_from_file_location("newton_schulz_bench", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    torch.manual_seed(0)
+    for rows, cols in ((96, 64), (64, 160)):
+        g = torch.randn(rows, cols, dtype=torch.float64) * torch.logspace(0, 1, cols)
+        s = torch.linalg.svdvals(mod.newton_schulz(g))
+        assert s.min() > 0.5 and s.max() < 1.5, (rows, cols, s.min(), s.max())
+    r = __import__("subprocess").run(
+        [
+            __import__("sys").executable,
+            str(path),
+            "--cpu",
+            "--runs",
+            "1",
+            "--accelerator",
+            "h100-sxm",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert lines[0] == "shape,rows,cols,dtype,device,measured_s,planned_s"
+    assert len(lines) == 3 and all(float(x.split(",")[-1]) > 0 for x in lines[1:])

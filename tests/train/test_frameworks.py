@@ -120,3 +120,30 @@ def test_megatron_frameworks_run_megatron_fsdp_as_zero3_but_no_zero2() -> None:
         assert z3.step.dp_comm > z1.step.dp_comm
         with pytest.raises(FlopwiseError, match=r"runs ZeRO stage\(s\) 0, 1, 3"):
             plan_training(model, hw, job, replace(FIXED, zero=2))
+
+
+def test_megatron_fsdp_accumulates_gradients_in_its_communication_buckets() -> None:
+    # PyTorch FSDP copies each microbatch's unsharded gradients into a flat buffer, casts them to
+    # the reduce dtype and pre-divides them; Megatron-FSDP's main_grad is a view of the
+    # reduce-scatter bucket (TE's fused wgrad accumulation writes there, zero-copy) and a 16-bit
+    # bucket is only pre-scaled in place: read 2 + write 2 = 4 B per parameter per microbatch
+    from flopwise.plan.train.constants import STEP_FIXED_S
+    from flopwise.workload.params import count_params
+
+    model = load_model("llama-3.1-8b")
+    hw = hardware_from_catalog("h100-sxm", "dgx-h100")
+    cons = LayoutConstraints(tp=1, pp=1, dp=8, cp=1, microbatch=1, recompute="none", zero=3)
+    job = TrainJob(gpus=8, seq_len=8192, global_batch_seqs=32, framework="nemo")
+    plan = plan_training(model, hw, job, replace(cons, hsdp=False))
+    assert get_profile("nemo").grads_in_comm_buckets
+    assert plan.job.recipe_name == "mcore-bf16"  # 16-bit gradients, reduced in 16 bits
+    from flopwise.plan.train.context import ModelContext
+
+    bw = ModelContext(model, hw, job).bw_bytes_s
+    m = plan.best.microbatches
+    expect = m * count_params(model).total * 4.0 / bw
+    assert plan.best.step.other - STEP_FIXED_S == pytest.approx(expect, rel=1e-6)
+    # the generic profile (PyTorch FSDP, fp32 reduce): flatten 4 + cast 2 + 4 + divide 4 + 4
+    generic = plan_training(model, hw, replace(job, framework="generic"), replace(cons, hsdp=False))
+    assert not get_profile("generic").grads_in_comm_buckets
+    assert generic.best.step.other - STEP_FIXED_S == pytest.approx(expect * 18.0 / 4.0, rel=1e-6)

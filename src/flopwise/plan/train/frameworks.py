@@ -61,6 +61,14 @@ class FrameworkProfile:
     # kernels write the FP8 GEMM inputs themselves under a recipe that allows it
     # (Fp8Recipe.producer_writes_fp8)
     te_layernorm_modules: bool = False
+    # under ZeRO-2/3 the weight-gradient GEMMs accumulate straight into the reduce-scatter's
+    # communication bucket (Megatron-FSDP: param.main_grad is a view of a bucket allocated in the
+    # communication dtype, "Enables TransformerEngine's fuse_wgrad_accumulation=True feature
+    # which dumps gradients into param.main_grad with zero-copy", megatron_fsdp/
+    # param_and_grad_buffer.py), so no flatten and no cast; gradient_reduce_preprocessing
+    # pre-scales a 16-bit bucket in place (grad_data.mul_) and folds the divide into NCCL's
+    # premul_sum otherwise (gradient_reduce_div_fusion=True default)
+    grads_in_comm_buckets: bool = False
     max_tp: int | None = None  # None: any; 1: the framework has no tensor parallelism
     max_pp: int | None = None
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
@@ -98,6 +106,7 @@ class FrameworkProfile:
             "separate_projections": self.separate_projections,
             "fused_pointwise": self.fused_pointwise,
             "te_layernorm_modules": self.te_layernorm_modules,
+            "grads_in_comm_buckets": self.grads_in_comm_buckets,
             "max_tp": self.max_tp,
             "max_pp": self.max_pp,
             "zero_stages": list(self.zero_stages),
@@ -182,6 +191,7 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         ep_comm_overlap=False,
         recipes=_MCORE_RECIPES,
         te_layernorm_modules=True,
+        grads_in_comm_buckets=True,
         zero_stages=MCORE_ZERO_STAGES,
         sources=(
             "megatron/core/distributed/distributed_data_parallel_config.py: overlap_grad_reduce, "
@@ -204,6 +214,7 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         ep_comm_overlap=False,
         recipes=_MCORE_RECIPES,
         te_layernorm_modules=True,
+        grads_in_comm_buckets=True,
         zero_stages=MCORE_ZERO_STAGES,
         sources=(
             MEGATRON_FSDP_SOURCE,

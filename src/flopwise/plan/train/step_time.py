@@ -441,9 +441,16 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     # into a flat bucket; GSPMD reduce-scatters the weight-gradient dot's output over the FSDP
     # axis (jax-ml/scaling-book training.md: FSDP's backward reduce-scatters the gradients),
     # and the cast and the loss's mean ride in that fusion like any pointwise op
+    # Megatron-FSDP (grads_in_comm_buckets): no flatten or cast; a 16-bit bucket is pre-scaled
+    # in place (read and write), an fp32 one divides inside NCCL's premul_sum
     other = STEP_FIXED_S
-    if lay.zero >= 2 and lay.dp * lay.cp > 1 and not ctx.job.profile.fused_pointwise:
-        per_param = zero_grad_handling_bytes(grad_reduce_bytes(ctx.recipe))
+    profile = ctx.job.profile
+    if lay.zero >= 2 and lay.dp * lay.cp > 1 and not profile.fused_pointwise:
+        reduce = grad_reduce_bytes(ctx.recipe)
+        if profile.grads_in_comm_buckets:
+            per_param = 2.0 * reduce if reduce < 4.0 else 0.0
+        else:
+            per_param = zero_grad_handling_bytes(reduce)
         other += m * (p_first + p_exp) * per_param / ctx.bw_bytes_s
     return StepBreakdown(
         compute=m * (n_layers * comp_layer + extra),

@@ -135,7 +135,7 @@ def test_megatron_fsdp_accumulates_gradients_in_its_communication_buckets() -> N
     cons = LayoutConstraints(tp=1, pp=1, dp=8, cp=1, microbatch=1, recompute="none", zero=3)
     job = TrainJob(gpus=8, seq_len=8192, global_batch_seqs=32, framework="nemo")
     plan = plan_training(model, hw, job, replace(cons, hsdp=False))
-    assert get_profile("nemo").grads_in_comm_buckets
+    assert get_profile("nemo").zero_grad_handling == "in-bucket"
     assert plan.job.recipe_name == "mcore-bf16"  # 16-bit gradients, reduced in 16 bits
     from flopwise.plan.train.context import ModelContext
 
@@ -145,5 +145,32 @@ def test_megatron_fsdp_accumulates_gradients_in_its_communication_buckets() -> N
     assert plan.best.step.other - STEP_FIXED_S == pytest.approx(expect, rel=1e-6)
     # the generic profile (PyTorch FSDP, fp32 reduce): flatten 4 + cast 2 + 4 + divide 4 + 4
     generic = plan_training(model, hw, replace(job, framework="generic"), replace(cons, hsdp=False))
-    assert not get_profile("generic").grads_in_comm_buckets
+    assert get_profile("generic").zero_grad_handling == "flat"
     assert generic.best.step.other - STEP_FIXED_S == pytest.approx(expect * 18.0 / 4.0, rel=1e-6)
+
+
+def test_fsdp2_copies_gradients_in_once_and_divides_in_nccl() -> None:
+    # torchtitan's FSDP2: foreach_reduce copies the bf16 gradients into the fp32 reduce-scatter
+    # input (read 2, write 4) and lets NCCL's AVG divide: 6 B per parameter per microbatch,
+    # where FSDP1's flat parameter pays 18 (flatten 4, cast 2 + 4, divide 4 + 4)
+    from flopwise.plan.train.constants import STEP_FIXED_S
+    from flopwise.plan.train.context import ModelContext
+    from flopwise.workload.params import count_params
+
+    model = load_model("llama-3.1-8b")
+    hw = hardware_from_catalog("h100-sxm", "dgx-h100")
+    cons = LayoutConstraints(
+        tp=1, pp=1, dp=8, cp=1, microbatch=1, recompute="none", zero=3, hsdp=False
+    )
+    job = TrainJob(gpus=8, seq_len=8192, global_batch_seqs=16, framework="torchtitan")
+    plan = plan_training(model, hw, job, cons)
+    assert get_profile("torchtitan").zero_grad_handling == "fsdp2-copy-in"
+    assert plan.job.recipe_name == "fsdp-mixed"  # fp32 reduction
+    bw = ModelContext(model, hw, job).bw_bytes_s
+    expect = plan.best.microbatches * count_params(model).total * 6.0 / bw
+    assert plan.best.step.other - STEP_FIXED_S == pytest.approx(expect, rel=1e-6)
+
+
+def test_a_profile_names_a_known_gradient_handling() -> None:
+    with pytest.raises(FlopwiseError, match="zero_grad_handling 'bucketed' is not one of"):
+        replace(get_profile("generic"), zero_grad_handling="bucketed")

@@ -233,8 +233,8 @@ def test_xla_fsdp_spends_no_gradient_flatten_cast_or_divide_pass(llama70, monkey
     # write 2 B), casts them to the fp32 reduce dtype (read 2, write 4) and pre-divides them
     # (read 4, write 4): 18 B per parameter in HBM before the reduce-scatter. A JAX gradient is
     # one array per parameter that GSPMD reduce-scatters straight from its producing fusion, so
-    # MaxText's ZeRO-3 step pays only the fixed time; the same step with the profile's XLA
-    # fusion switched off pays the 18 B per parameter.
+    # MaxText's ZeRO-3 step pays only the fixed time; the same step priced as PyTorch FSDP1's
+    # flat parameter pays the 18 B per parameter.
     from dataclasses import replace
 
     import flopwise.plan.train.frameworks as fw
@@ -245,7 +245,7 @@ def test_xla_fsdp_spends_no_gradient_flatten_cast_or_divide_pass(llama70, monkey
     lay = Layout(tp=1, pp=1, dp=256, microbatch=2, zero=3, recompute="full")
     fused_ctx = ModelContext(llama70, hardware_from_catalog("tpu-v5p"), job)
     assert step_breakdown(fused_ctx, lay, 2).other == pytest.approx(STEP_FIXED_S)
-    unfused_profile = replace(fw.PROFILES["maxtext"], fused_pointwise=False)
+    unfused_profile = replace(fw.PROFILES["maxtext"], zero_grad_handling="flat")
     real = fw.get_profile
     monkeypatch.setattr(
         fw, "get_profile", lambda name: unfused_profile if name == "maxtext" else real(name)

@@ -73,10 +73,15 @@ from flopwise.plan.efficiency import power_clock_factor
 #: make: step_time.py, `other`): the TPU fractions no longer absorb 3-6% of a step that XLA
 #: does not spend: tpu-v5e 0.965 -> 0.90, tpu-v5p 0.825 -> 0.815, tpu-v6e 0.745 -> 0.73; GPU
 #: dies and default unchanged.
-SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.785
+#: Refitted 2026-11-25 (second) with torchtitan's FSDP2 gradients copied into the reduce-scatter
+#: input once (6 B per parameter per microbatch, NCCL's AVG dividing; frameworks.py
+#: ZERO_GRAD_HANDLING "fsdp2-copy-in") instead of FSDP1's flatten, cast and pre-divide (18 B):
+#: torchtitan's rows get 0.3-4.8% faster, and the dies their rows share give it back: ga100
+#: 0.81 -> 0.80, gh100 0.73 -> 0.725, default 0.785 -> 0.78; the TPU dies unchanged.
+SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.78
 SUSTAINED_COMPUTE_FRACTION: dict[str, float] = {
-    "ga100": 0.81,
-    "gh100": 0.73,
+    "ga100": 0.80,
+    "gh100": 0.725,
     "tpu-v5e": 0.90,
     "tpu-v5p": 0.815,
     "tpu-v6e": 0.73,

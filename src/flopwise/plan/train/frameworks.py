@@ -29,6 +29,25 @@ from flopwise.errors import FlopwiseError
 DP_OVERLAP_MODES: tuple[str, ...] = ("backward", "after_backward", "backward_without_pp")
 
 
+#: What ZeRO-2/3 does to each microbatch's unsharded gradients in HBM before the reduce-scatter:
+#: "flat": PyTorch FSDP1's FlatParameter and DeepSpeed's reduce bucket: a flattening copy, a
+#:     cast to the reduce dtype and a pre-divide (constants.zero_grad_handling_bytes);
+#: "fsdp2-copy-in": FSDP2's foreach_reduce copies the gradients into the reduce-scatter input,
+#:     widening to the reduce dtype in the same copy (torch._chunk_cat), and divides inside NCCL
+#:     ("For fp32/bf16 ... we use NCCL's built-in division to avoid separate div kernels",
+#:     torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py _get_gradient_divide_factors):
+#:     read the 16-bit gradient, write it in the reduce dtype;
+#: "in-bucket": Megatron-FSDP: param.main_grad is a view of the reduce-scatter bucket, allocated
+#:     in the communication dtype, that Transformer Engine's fused wgrad accumulation writes
+#:     ("zero-copy", megatron_fsdp/param_and_grad_buffer.py); gradient_reduce_preprocessing
+#:     pre-scales a 16-bit bucket in place (grad_data.mul_) and folds the divide into NCCL's
+#:     premul_sum otherwise (gradient_reduce_div_fusion=True default);
+#: "none": XLA (MaxText): a JAX gradient is one array per parameter that GSPMD reduce-scatters
+#:     straight from the weight-gradient fusion (jax-ml/scaling-book training.md), the cast and
+#:     the loss's mean riding in that fusion.
+ZERO_GRAD_HANDLING: tuple[str, ...] = ("flat", "fsdp2-copy-in", "in-bucket", "none")
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class FrameworkProfile:
     """What one training framework does, with where each value comes from."""
@@ -61,14 +80,9 @@ class FrameworkProfile:
     # kernels write the FP8 GEMM inputs themselves under a recipe that allows it
     # (Fp8Recipe.producer_writes_fp8)
     te_layernorm_modules: bool = False
-    # under ZeRO-2/3 the weight-gradient GEMMs accumulate straight into the reduce-scatter's
-    # communication bucket (Megatron-FSDP: param.main_grad is a view of a bucket allocated in the
-    # communication dtype, "Enables TransformerEngine's fuse_wgrad_accumulation=True feature
-    # which dumps gradients into param.main_grad with zero-copy", megatron_fsdp/
-    # param_and_grad_buffer.py), so no flatten and no cast; gradient_reduce_preprocessing
-    # pre-scales a 16-bit bucket in place (grad_data.mul_) and folds the divide into NCCL's
-    # premul_sum otherwise (gradient_reduce_div_fusion=True default)
-    grads_in_comm_buckets: bool = False
+    # what ZeRO-2/3 does to every microbatch's unsharded gradients in HBM before the
+    # reduce-scatter (ZERO_GRAD_HANDLING; priced in step_time.py `other`)
+    zero_grad_handling: str = "flat"
     max_tp: int | None = None  # None: any; 1: the framework has no tensor parallelism
     max_pp: int | None = None
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
@@ -76,6 +90,13 @@ class FrameworkProfile:
     sources: tuple[str, ...] = ()
     # recompute modes the layout search tries (None: Megatron's none, selective, full)
     recompute_modes: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.zero_grad_handling not in ZERO_GRAD_HANDLING:
+            raise FlopwiseError(
+                f"profile {self.name}: zero_grad_handling {self.zero_grad_handling!r} is not one "
+                f"of {', '.join(ZERO_GRAD_HANDLING)}"
+            )
 
     def recipe_for(self, dtype: str) -> str:
         return self.recipes.get(dtype, self.recipes["bf16"])
@@ -106,7 +127,7 @@ class FrameworkProfile:
             "separate_projections": self.separate_projections,
             "fused_pointwise": self.fused_pointwise,
             "te_layernorm_modules": self.te_layernorm_modules,
-            "grads_in_comm_buckets": self.grads_in_comm_buckets,
+            "zero_grad_handling": self.zero_grad_handling,
             "max_tp": self.max_tp,
             "max_pp": self.max_pp,
             "zero_stages": list(self.zero_stages),
@@ -191,7 +212,7 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         ep_comm_overlap=False,
         recipes=_MCORE_RECIPES,
         te_layernorm_modules=True,
-        grads_in_comm_buckets=True,
+        zero_grad_handling="in-bucket",
         zero_stages=MCORE_ZERO_STAGES,
         sources=(
             "megatron/core/distributed/distributed_data_parallel_config.py: overlap_grad_reduce, "
@@ -214,7 +235,7 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         ep_comm_overlap=False,
         recipes=_MCORE_RECIPES,
         te_layernorm_modules=True,
-        grads_in_comm_buckets=True,
+        zero_grad_handling="in-bucket",
         zero_stages=MCORE_ZERO_STAGES,
         sources=(
             MEGATRON_FSDP_SOURCE,
@@ -241,6 +262,7 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         fp8_recipe="tensorwise",
         # torchtitan/models/llama3/model.py: Attention wq, wk, wv; FeedForward w1, w3
         separate_projections=True,
+        zero_grad_handling="fsdp2-copy-in",
         sources=(
             "pytorch/torchtitan docs/fsdp.md (FSDP2: reshard_after_forward, implicit "
             "prefetching) and train_configs/llama3_*.toml (mixed_precision_param bfloat16, "
@@ -307,6 +329,7 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         recipes=_FSDP_RECIPES,
         context_parallel=False,
         fused_pointwise=True,
+        zero_grad_handling="none",
         # its remat_policy values (configs/base.yml; workload/remat.py) that keep tensors in
         # HBM or recompute them; the host-offloading ones only when asked: the time of their
         # device-host copies is not modelled (no sourced TPU host-link bandwidth in the catalog)

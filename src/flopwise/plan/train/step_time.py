@@ -22,6 +22,7 @@ from flopwise.plan.efficiency import (
 )
 from flopwise.plan.roofline import Tier, collective_time_s, gemm_time_s
 from flopwise.units import GB
+from flopwise.workload.memory_bytes import TrainingRecipe
 from flopwise.workload.remat import POLICIES
 from flopwise.workload.spec import ModelSpec
 
@@ -436,21 +437,11 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     opt = updated * (ctx.recipe.total + ADAM_EXTRA_WRITE_BYTES) / ctx.bw_bytes_s
     ns = muon_step_s(ctx, lay, n_layers) if ctx.job.optimizer == "muon" else 0.0
     opt += ns
-    # ZeRO-2/3: every microbatch's unsharded gradients are flattened, cast and divided in HBM.
-    # Not under XLA (fused_pointwise): a JAX gradient is one array per parameter, never copied
-    # into a flat bucket; GSPMD reduce-scatters the weight-gradient dot's output over the FSDP
-    # axis (jax-ml/scaling-book training.md: FSDP's backward reduce-scatters the gradients),
-    # and the cast and the loss's mean ride in that fusion like any pointwise op
-    # Megatron-FSDP (grads_in_comm_buckets): no flatten or cast; a 16-bit bucket is pre-scaled
-    # in place (read and write), an fp32 one divides inside NCCL's premul_sum
+    # ZeRO-2/3: what the framework does to every microbatch's unsharded gradients in HBM before
+    # the reduce-scatter (frameworks.ZERO_GRAD_HANDLING)
     other = STEP_FIXED_S
-    profile = ctx.job.profile
-    if lay.zero >= 2 and lay.dp * lay.cp > 1 and not profile.fused_pointwise:
-        reduce = grad_reduce_bytes(ctx.recipe)
-        if profile.grads_in_comm_buckets:
-            per_param = 2.0 * reduce if reduce < 4.0 else 0.0
-        else:
-            per_param = zero_grad_handling_bytes(reduce)
+    if lay.zero >= 2 and lay.dp * lay.cp > 1:
+        per_param = zero_grad_bytes(ctx.job.profile.zero_grad_handling, ctx.recipe)
         other += m * (p_first + p_exp) * per_param / ctx.bw_bytes_s
     return StepBreakdown(
         compute=m * (n_layers * comp_layer + extra),
@@ -466,6 +457,19 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
         attention=m * n_layers * (lc.attn_fwd + lc.attn_bwd + rc_attn),
         newton_schulz=ns,
     )
+
+
+def zero_grad_bytes(handling: str, recipe: TrainingRecipe) -> float:
+    """HBM bytes per unsharded parameter per microbatch a framework's ZeRO-2/3 spends on its
+    gradients before the reduce-scatter (frameworks.ZERO_GRAD_HANDLING)."""
+    reduce = grad_reduce_bytes(recipe)
+    if handling == "none":
+        return 0.0
+    if handling == "in-bucket":  # a 16-bit bucket pre-scaled in place; fp32 in premul_sum
+        return 2.0 * reduce if reduce < 4.0 else 0.0
+    if handling == "fsdp2-copy-in":  # read the 16-bit gradient, write the reduce input
+        return ACT_BYTES + reduce
+    return zero_grad_handling_bytes(reduce)
 
 
 def muon_step_s(ctx: ModelContext, lay: Layout, n_layers: int) -> float:

@@ -249,8 +249,10 @@ def _state_bytes(doc: dict[str, Any]) -> tuple[float, float | None]:
     r = resolve_recipe(str(recipe))
     optimizer = r.optimizer
     opt = doc.get("optimizer") or {}
-    if opt.get("name") == "muon":  # one momentum buffer on the matrices (plan/train/muon.py)
-        optimizer *= 1.0 - 0.5 * float(opt["managed_params_share"])
+    if opt.get("name") == "muon":
+        from flopwise.plan.train.muon import muon_optimizer_bytes
+
+        optimizer = muon_optimizer_bytes(optimizer, float(opt["managed_params_share"]))
     total = float(doc["params"]) * (r.weights + r.master + optimizer)
     mem = doc.get("memory_breakdown") or {}
     keys = ("weights_gib", "master_weights_gib", "optimizer_gib")

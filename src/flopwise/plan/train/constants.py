@@ -112,8 +112,17 @@ PP_EXPOSED_FRACTION = 1.0
 ZERO_GRAD_FLATTEN_BYTES = 4.0
 
 
-def zero_grad_handling_bytes(reduce_bytes: float) -> float:
-    """HBM bytes per unsharded parameter per microbatch ZeRO-2/3 spend before the reduce."""
+def zero_grad_handling_bytes(reduce_bytes: float, handling: str = "flat") -> float:
+    """HBM bytes per unsharded parameter per microbatch ZeRO-2/3 spend before the reduce, by the
+    framework's `handling` (frameworks.ZERO_GRAD_HANDLING): "flat" as above; "fsdp2-copy-in"
+    reads the 16-bit gradient and writes the reduce input; "in-bucket" pre-scales a 16-bit bucket
+    in place (an fp32 one divides in NCCL's premul_sum); "none" (XLA) spends nothing."""
+    if handling == "none":
+        return 0.0
+    if handling == "in-bucket":
+        return 2.0 * reduce_bytes if reduce_bytes < 4.0 else 0.0
+    if handling == "fsdp2-copy-in":
+        return ACT_BYTES + reduce_bytes
     cast = 0.0 if reduce_bytes == ACT_BYTES else ACT_BYTES + reduce_bytes
     return ZERO_GRAD_FLATTEN_BYTES + cast + 2.0 * reduce_bytes
 

@@ -31,7 +31,8 @@ DP_OVERLAP_MODES: tuple[str, ...] = ("backward", "after_backward", "backward_wit
 
 #: What ZeRO-2/3 does to each microbatch's unsharded gradients in HBM before the reduce-scatter:
 #: "flat": PyTorch FSDP1's FlatParameter and DeepSpeed's reduce bucket: a flattening copy, a
-#:     cast to the reduce dtype and a pre-divide (constants.zero_grad_handling_bytes);
+#:     cast to the reduce dtype and a pre-divide (constants.zero_grad_handling_bytes prices
+#:     every value);
 #: "fsdp2-copy-in": FSDP2's foreach_reduce copies the gradients into the reduce-scatter input,
 #:     widening to the reduce dtype in the same copy (torch._chunk_cat), and divides inside NCCL
 #:     ("For fp32/bf16 ... we use NCCL's built-in division to avoid separate div kernels",
@@ -81,7 +82,7 @@ class FrameworkProfile:
     # (Fp8Recipe.producer_writes_fp8)
     te_layernorm_modules: bool = False
     # what ZeRO-2/3 does to every microbatch's unsharded gradients in HBM before the
-    # reduce-scatter (ZERO_GRAD_HANDLING; priced in step_time.py `other`)
+    # reduce-scatter (ZERO_GRAD_HANDLING; constants.zero_grad_handling_bytes)
     zero_grad_handling: str = "flat"
     max_tp: int | None = None  # None: any; 1: the framework has no tensor parallelism
     max_pp: int | None = None

@@ -64,21 +64,40 @@ def muon_managed_params(counts: ParamCounts) -> int:
     return counts.attention + counts.mlp + counts.experts + counts.shared_experts + counts.router
 
 
+def muon_managed_share(counts: ParamCounts) -> float:
+    """The share of the model's parameters Muon updates."""
+    return muon_managed_params(counts) / max(counts.total, 1)
+
+
+def muon_optimizer_bytes(adam_bytes: float, share: float) -> float:
+    """Optimizer-state bytes per parameter: one momentum buffer (half of Adam's two moments, same
+    dtype) on the managed `share`, Adam's moments on the rest."""
+    return adam_bytes * (1.0 - 0.5 * share)
+
+
 def muon_recipe(recipe: TrainingRecipe, counts: ParamCounts) -> TrainingRecipe:
-    """`recipe` with Muon's state: one momentum buffer (half of Adam's two moments, same dtype)
-    for the managed share of the parameters, AdamW's for the rest; averaged over the model, so a
-    pipeline stage holding the embedding is charged the model's mix."""
-    share = muon_managed_params(counts) / max(counts.total, 1)
+    """`recipe` with Muon's state (muon_optimizer_bytes), averaged over the model, so a pipeline
+    stage holding the embedding is charged the model's mix."""
+    share = muon_managed_share(counts)
     return replace(
         recipe,
         name=f"{recipe.name}+muon",
-        optimizer=recipe.optimizer * (1.0 - 0.5 * share),
+        optimizer=muon_optimizer_bytes(recipe.optimizer, share),
         note=f"{recipe.note}; Muon: one momentum buffer on {share:.1%} of the parameters",
     )
 
 
-def check_muon_zero(zero: int | None, hsdp: bool | None = None) -> None:
-    """A one-line error for a sharding Muon is not priced for (ZeRO-2/3, HSDP)."""
+def check_muon_sharding(
+    zero: int | None, hsdp: bool | None, framework: str, framework_zero_stages: tuple[int, ...]
+) -> None:
+    """A one-line error for a sharding Muon is not priced for: ZeRO-2/3 or HSDP asked for, or a
+    framework that runs only those."""
+    if not set(framework_zero_stages) & set(MUON_ZERO_STAGES):
+        stages = ", ".join(map(str, framework_zero_stages))
+        raise FlopwiseError(
+            f"--optimizer muon: framework {framework} runs ZeRO stage(s) {stages}, "
+            "and Muon is priced for ZeRO 0 or 1 (whole matrices per rank)"
+        )
     if hsdp:
         raise FlopwiseError(
             "--hsdp with --optimizer muon: HSDP shards like ZeRO-3, and Muon is priced with "

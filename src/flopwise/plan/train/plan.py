@@ -22,7 +22,7 @@ from .layout import (
     layout_problem,
     zero_shard_gpus,
 )
-from .muon import MUON_SOURCE, MUON_ZERO_STAGES, check_muon_zero, muon_managed_params
+from .muon import MUON_SOURCE, check_muon_sharding, muon_managed_share
 from .search import Candidate, SearchOutcome, search
 from .summary import context_summary
 
@@ -209,10 +209,9 @@ class TrainPlan:
             return {"name": self.job.optimizer}
         from flopwise.workload.params import count_params
 
-        counts = count_params(self.model)
         return {
             "name": "muon",
-            "managed_params_share": muon_managed_params(counts) / max(counts.total, 1),
+            "managed_params_share": muon_managed_share(count_params(self.model)),
             "newton_schulz_s": self.best.step.newton_schulz,
             "source": MUON_SOURCE,
         }
@@ -267,13 +266,7 @@ def plan_training(
     """
     cons = constraints or LayoutConstraints()
     if job.optimizer == "muon":
-        check_muon_zero(cons.zero, cons.hsdp)
-        if not set(job.profile.zero_stages) & set(MUON_ZERO_STAGES):
-            stages = ", ".join(map(str, job.profile.zero_stages))
-            raise FlopwiseError(
-                f"--optimizer muon: framework {job.profile.name} runs ZeRO stage(s) {stages}, "
-                "and Muon is priced for ZeRO 0 or 1 (whole matrices per rank)"
-            )
+        check_muon_sharding(cons.zero, cons.hsdp, job.profile.name, job.profile.zero_stages)
     extra = constrain(job.profile, cons.given())
     if extra:
         cons = replace(cons, **extra)

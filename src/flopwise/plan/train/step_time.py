@@ -22,7 +22,6 @@ from flopwise.plan.efficiency import (
 )
 from flopwise.plan.roofline import Tier, collective_time_s, gemm_time_s
 from flopwise.units import GB
-from flopwise.workload.memory_bytes import TrainingRecipe
 from flopwise.workload.remat import POLICIES
 from flopwise.workload.spec import ModelSpec
 
@@ -441,7 +440,8 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     # the reduce-scatter (frameworks.ZERO_GRAD_HANDLING)
     other = STEP_FIXED_S
     if lay.zero >= 2 and lay.dp * lay.cp > 1:
-        per_param = zero_grad_bytes(ctx.job.profile.zero_grad_handling, ctx.recipe)
+        reduce = grad_reduce_bytes(ctx.recipe)
+        per_param = zero_grad_handling_bytes(reduce, ctx.job.profile.zero_grad_handling)
         other += m * (p_first + p_exp) * per_param / ctx.bw_bytes_s
     return StepBreakdown(
         compute=m * (n_layers * comp_layer + extra),
@@ -457,19 +457,6 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
         attention=m * n_layers * (lc.attn_fwd + lc.attn_bwd + rc_attn),
         newton_schulz=ns,
     )
-
-
-def zero_grad_bytes(handling: str, recipe: TrainingRecipe) -> float:
-    """HBM bytes per unsharded parameter per microbatch a framework's ZeRO-2/3 spends on its
-    gradients before the reduce-scatter (frameworks.ZERO_GRAD_HANDLING)."""
-    reduce = grad_reduce_bytes(recipe)
-    if handling == "none":
-        return 0.0
-    if handling == "in-bucket":  # a 16-bit bucket pre-scaled in place; fp32 in premul_sum
-        return 2.0 * reduce if reduce < 4.0 else 0.0
-    if handling == "fsdp2-copy-in":  # read the 16-bit gradient, write the reduce input
-        return ACT_BYTES + reduce
-    return zero_grad_handling_bytes(reduce)
 
 
 def muon_step_s(ctx: ModelContext, lay: Layout, n_layers: int) -> float:

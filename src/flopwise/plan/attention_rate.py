@@ -18,6 +18,14 @@ Where the rate comes from, first match wins:
 
 Every fraction is of the device's dense 16-bit peak and is then scaled to the model's head
 dimension (plan/attention_head_dim.py). The caller multiplies by the die's sustained fraction.
+
+A model with sliding-window layers (GPT-OSS, Gemma 2/3, Mistral 7B v0.1) runs those layers'
+kernel over a window, not the sequence: each query block visits about `window` keys, so its
+fixed cost (the curve's s_half) weighs against that work. A causal kernel over s tokens visits
+s/2 keys per query block on average, so a window of w tokens runs at the curve's rate for
+s = 2w (``sliding_kernel_length``). ``model_attention_rate`` combines the layer kinds by their
+share of the FLOPs (time adds up, so the rates combine harmonically); it changes nothing where
+the rate does not depend on length (the papers' constant fractions).
 """
 
 from __future__ import annotations
@@ -36,6 +44,8 @@ from flopwise.plan.efficiency import (
     gh100_attention_fraction,
     rate_at_length,
 )
+from flopwise.workload.flops import causal_attention_split
+from flopwise.workload.spec import ModelSpec
 
 #: Bases of a rate that rest on a kernel timed on this device or its die.
 MEASURED_BASES: tuple[str, ...] = ("measured", "die")
@@ -92,3 +102,46 @@ def fused_attention_rate(
         hw.id, head_dim, v_head_dim, direction, matmul_speedup, reference_dim=reference
     )
     return AttentionRate(fraction, basis)
+
+
+def sliding_kernel_length(seq_len: float, window: int) -> float:
+    """The causal sequence length whose kernel visits as many keys per query block as a
+    sliding window of `window` tokens over `seq_len` (window 0: the whole sequence): a causal
+    kernel visits s/2 keys per query on average, a window w keys, so 2w, never above seq_len."""
+    if window <= 0:
+        return seq_len
+    return min(seq_len, 2.0 * window)
+
+
+def model_attention_rate(
+    hw: Hardware,
+    kernel: str,
+    direction: str,
+    seq_len: float,
+    peak16_flops: float,
+    spec: ModelSpec,
+    matmul_speedup: float = 1.0,
+    kernel_len: float | None = None,
+) -> AttentionRate:
+    """`fused_attention_rate` over a model's layers: full-attention layers at the kernel's
+    sequence (`kernel_len`, default `seq_len`; one context-parallel chunk under CP),
+    sliding-window layers at ``sliding_kernel_length`` of it, combined by their share of the
+    causal attention FLOPs of a `seq_len` sequence (harmonically: seconds add up). One layer
+    kind: the plain rate."""
+    length = seq_len if kernel_len is None else kernel_len
+    time_per_flop = 0.0
+    basis = ""
+    for share, window in causal_attention_split(spec, seq_len):
+        rate = fused_attention_rate(
+            hw,
+            kernel,
+            direction,
+            sliding_kernel_length(length, window),
+            peak16_flops,
+            spec.head_dim,
+            spec.v_head_dim,
+            matmul_speedup,
+        )
+        basis = basis or rate.basis
+        time_per_flop += share / rate.fraction
+    return AttentionRate(1.0 / time_per_flop, basis)

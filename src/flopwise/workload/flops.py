@@ -79,6 +79,21 @@ def attention_flops_per_token(spec: ModelSpec, seq_len: float, convention: str =
     return attention_flops_per_key(spec) * keys
 
 
+def causal_attention_split(spec: ModelSpec, seq_len: float) -> tuple[tuple[float, int], ...]:
+    """How a causal sequence of seq_len tokens splits its attention-core FLOPs between the layer
+    kinds: (share of the FLOPs, the kind's window in tokens, 0 = the whole sequence), full
+    layers first; one entry when every layer sees the whole sequence (no sliding layers, or a
+    window at least seq_len long). The shares add up to 1."""
+    full_layers = spec.layers - spec.sliding_layers
+    window = spec.sliding_window
+    if spec.sliding_layers == 0 or window <= 0 or window >= seq_len:
+        return ((1.0, 0),)
+    full = full_layers * _mean_context(seq_len, 0, "causal")
+    sliding = spec.sliding_layers * _mean_context(seq_len, window, "causal")
+    total = full + sliding
+    return ((full / total, 0), (sliding / total, window))
+
+
 def attention_flops_at_context(spec: ModelSpec, context: float) -> float:
     """Forward attention FLOPs for one new token attending to `context` cached tokens."""
     full_layers = spec.layers - spec.sliding_layers

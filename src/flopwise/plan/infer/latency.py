@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from flopwise.hardware import Hardware
 from flopwise.plan.attention_head_dim import head_dim_factor
-from flopwise.plan.attention_rate import fused_attention_rate
+from flopwise.plan.attention_rate import model_attention_rate
 from flopwise.plan.efficiency import KERNEL_LAUNCH_S
 from flopwise.plan.gemm import compute_efficiency, shape_correction
 from flopwise.plan.infer.comm import allreduce_s, node_gpus
@@ -167,15 +167,9 @@ def make_rates(
     attn, attn_basis = 0.0, "engine"
     peak16 = hw.peak(attn_dtype) * TERA if attn_dtype in hw.peak_tflops else 0.0
     if spec is not None and prompt_len and peak16 > 0:
-        fused = fused_attention_rate(
-            hw,
-            PREFILL_ATTENTION_KERNEL,
-            "fwd",
-            prompt_len,
-            peak16,
-            spec.head_dim,
-            spec.v_head_dim,
-            speedup,
+        # sliding-window layers at their window's length (plan/attention_rate.py)
+        fused = model_attention_rate(
+            hw, PREFILL_ATTENTION_KERNEL, "fwd", prompt_len, peak16, spec, speedup
         )
         if fused.measured:
             attn = peak16 * sustained_gemm_fraction(hw) * fused.fraction

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from flopwise.plan.attention_rate import fused_attention_rate
+from flopwise.plan.attention_rate import model_attention_rate
 from flopwise.plan.efficiency import (
     ATTENTION_BWD_FLOP_FACTOR,
 )
@@ -279,9 +279,10 @@ def _attention_core(ctx: ModelContext, t: float, tp: int, mb: int, cp: int) -> t
         s = ctx.job.seq_len / cp  # the kernel's sequence: one context-parallel chunk
         # measured on this device (bench attention) or its die by sequence length, else the
         # papers' fractions, at the model's head dimension (plan/attention_rate.py)
+        # sliding-window layers at their window's length (plan/attention_rate.py)
         f_fwd, f_bwd = (
-            fused_attention_rate(
-                ctx.hw, kernel, d, s, ctx.peak16_flops, m.head_dim, m.v_head_dim
+            model_attention_rate(
+                ctx.hw, kernel, d, ctx.job.seq_len, ctx.peak16_flops, m, kernel_len=s
             ).fraction
             for d in ("fwd", "bwd")
         )

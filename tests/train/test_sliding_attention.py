@@ -8,6 +8,7 @@ import dataclasses
 
 import pytest
 
+from flopwise.errors import FlopwiseError
 from flopwise.hardware import hardware_from_catalog
 from flopwise.plan.attention_rate import (
     fused_attention_rate,
@@ -17,8 +18,14 @@ from flopwise.plan.attention_rate import (
 from flopwise.plan.efficiency import gh100_attention_fraction
 from flopwise.plan.infer.constants import get_engine
 from flopwise.plan.infer.latency import make_rates
+from flopwise.plan.infer.shard import mean_decode_keys, prefill_pairs
 from flopwise.plan.train import LayoutConstraints, TrainJob, plan_training
-from flopwise.workload.flops import attention_flops_per_token, causal_attention_split
+from flopwise.workload.flops import (
+    attention_flops_at_context,
+    attention_flops_per_token,
+    causal_attention_split,
+    local_pairs,
+)
 from flopwise.workload.hf import load_model
 from flopwise.workload.spec import ModelSpec
 
@@ -38,9 +45,9 @@ def test_kernel_length_is_twice_the_window_within_the_sequence() -> None:
 
 def test_split_by_hand() -> None:
     llama = load_model("llama-3.1-8b")
-    assert causal_attention_split(llama, 8192) == ((1.0, 0),)
+    assert [(p.share, p.window) for p in causal_attention_split(llama, 8192)] == [(1.0, 0)]
     spec = _with_window(dataclasses.replace(llama, layers=2), 128, 1)
-    (full, w0), (sliding, w1) = causal_attention_split(spec, 4096)
+    (full, w0), (sliding, w1) = ((p.share, p.window) for p in causal_attention_split(spec, 4096))
     # causal mean keys: (s + 1) / 2 for the full layer; 128 * 129 / 2 + (4096 - 128) * 128 over
     # 4096 positions for the windowed one
     keys_full = 4097 / 2
@@ -55,13 +62,13 @@ def test_split_by_hand() -> None:
         / 2
     )
     # a window as long as the sequence is full attention
-    assert causal_attention_split(_with_window(llama, 8192, 16), 8192) == ((1.0, 0),)
+    assert len(causal_attention_split(_with_window(llama, 8192, 16), 8192)) == 1
 
 
 def test_gh100_rate_combines_the_layer_kinds_harmonically() -> None:
     hw = hardware_from_catalog("h100-sxm")
     spec = _with_window(load_model("llama-3.1-8b"), 128, 16)  # head dim 128: factor 1
-    (f_full, _), (f_sliding, _) = causal_attention_split(spec, 4096)
+    f_full, f_sliding = (p.share for p in causal_attention_split(spec, 4096))
     for direction in ("fwd", "bwd"):
         rate = model_attention_rate(hw, "flash", direction, 4096, H100_PEAK16, spec)
         expected = 1.0 / (
@@ -109,7 +116,7 @@ def test_training_step_prices_the_windowed_layers_slower() -> None:
     flops_full = attention_flops_per_token(base, 8192, "causal")
     # fewer FLOPs than full attention, each slower: between the forward's and the backward's
     # harmonic slow-down of the windowed share (kernel length 1024 instead of 8192)
-    (share_full, _), (share_sliding, _) = causal_attention_split(windowed, 8192)
+    share_full, share_sliding = (p.share for p in causal_attention_split(windowed, 8192))
     bounds = [
         share_full
         + share_sliding
@@ -133,3 +140,83 @@ def test_serving_prefill_rate_of_a_windowed_model() -> None:
     ).fraction / gh100_attention_fraction("flash", "fwd", 8192)
     assert windowed.attn_flops_s == pytest.approx(full.attn_flops_s * expected, rel=1e-6)
     assert windowed.attn_flops_s < full.attn_flops_s
+
+
+# --- Llama 4's chunked attention: causal inside fixed chunks, not a sliding window ---
+
+
+def _brute_keys(position: int, window: int, chunked: bool) -> int:
+    """Keys the query at 1-based `position` sees in a local layer, counted one by one."""
+    if chunked:
+        start = (position - 1) // window * window + 1
+        return sum(1 for k in range(start, position + 1))
+    return sum(1 for k in range(max(1, position - window + 1), position + 1))
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+@pytest.mark.parametrize("n", [1, 100, 128, 129, 300, 1000])
+def test_local_pairs_count_every_query(n: int, chunked: bool) -> None:
+    assert local_pairs(n, 128, chunked) == sum(
+        _brute_keys(p, 128, chunked) for p in range(1, n + 1)
+    )
+
+
+def test_llama4_layers_are_chunked() -> None:
+    scout = load_model("llama-4-scout")
+    assert scout.local_attention == "chunked"
+    assert load_model("gpt-oss-120b").local_attention == "sliding"
+    with pytest.raises(FlopwiseError, match="local_attention"):
+        dataclasses.replace(scout, local_attention="strided")
+
+
+def test_chunked_layers_see_half_a_window_on_average() -> None:
+    scout = load_model("llama-4-scout")  # 36 of 48 layers chunked in 8,192-token chunks
+    sliding = dataclasses.replace(scout, local_attention="sliding")
+    seq = 16 * 8192
+    local = attention_flops_per_token(scout, seq, "causal") - attention_flops_per_token(
+        dataclasses.replace(scout, sliding_layers=0, layers=12), seq, "causal"
+    )
+    slid = attention_flops_per_token(sliding, seq, "causal") - attention_flops_per_token(
+        dataclasses.replace(scout, sliding_layers=0, layers=12), seq, "causal"
+    )
+    # (c + 1) / 2 keys per query against about c for a window of c
+    assert local / slid == pytest.approx(
+        (8193 / 2) / ((8192 * 8193 / 2 + (seq - 8192) * 8192) / seq), rel=1e-9
+    )
+    # a new token at the start of a chunk sees itself only in the chunked layers
+    full = attention_flops_at_context(dataclasses.replace(scout, sliding_layers=0), 8193)
+    assert attention_flops_at_context(scout, 8193) == pytest.approx(
+        full * (12 * 8193 + 36 * 1) / (48 * 8193)
+    )
+
+
+@pytest.mark.parametrize("local_attention", ["sliding", "chunked"])
+def test_decode_keys_are_the_mean_over_the_generation(local_attention: str) -> None:
+    spec = dataclasses.replace(
+        load_model("llama-4-scout"), local_attention=local_attention, sliding_window=512
+    )
+    chunked = local_attention == "chunked"
+    for input_len, output_len in ((100, 300), (400, 500), (600, 1500), (2000, 10)):
+        _, local = mean_decode_keys(spec, input_len, output_len)
+        positions = range(input_len + 1, input_len + max(1, output_len - 1) + 1)
+        expected = sum(_brute_keys(p, 512, chunked) for p in positions) / len(positions)
+        assert local == pytest.approx(expected)
+        assert prefill_pairs(spec, input_len)[1] == pytest.approx(
+            sum(_brute_keys(p, 512, chunked) for p in range(1, input_len + 1))
+        )
+
+
+def test_chunk_kernel_is_a_causal_kernel_over_the_chunk() -> None:
+    assert sliding_kernel_length(131072, 8192, chunked=True) == 8192
+    assert sliding_kernel_length(4096, 8192, chunked=True) == 4096
+    hw = hardware_from_catalog("h100-sxm")
+    scout = load_model("llama-4-scout")
+    parts = causal_attention_split(scout, 65536)
+    assert parts[1].chunked and parts[1].window == 8192
+    rate = model_attention_rate(hw, "flash", "bwd", 65536, H100_PEAK16, scout)
+    expected = 1.0 / (
+        parts[0].share / gh100_attention_fraction("flash", "bwd", 65536)
+        + parts[1].share / gh100_attention_fraction("flash", "bwd", 8192)
+    )
+    # Scout's head dimension is 128: no head-dimension factor
+    assert rate.fraction == pytest.approx(expected)

@@ -23,7 +23,8 @@ A model with sliding-window layers (GPT-OSS, Gemma 2/3, Mistral 7B v0.1) runs th
 kernel over a window, not the sequence: each query block visits about `window` keys, so its
 fixed cost (the curve's s_half) weighs against that work. A causal kernel over s tokens visits
 s/2 keys per query block on average, so a window of w tokens runs at the curve's rate for
-s = 2w (``sliding_kernel_length``). ``model_attention_rate`` combines the layer kinds by their
+s = 2w (``sliding_kernel_length``; a chunked layer, Llama 4's, is a causal kernel over each
+chunk). ``model_attention_rate`` combines the layer kinds by their
 share of the FLOPs (time adds up, so the rates combine harmonically); it changes nothing where
 the rate does not depend on length (the papers' constant fractions).
 """
@@ -104,13 +105,14 @@ def fused_attention_rate(
     return AttentionRate(fraction, basis)
 
 
-def sliding_kernel_length(seq_len: float, window: int) -> float:
+def sliding_kernel_length(seq_len: float, window: int, chunked: bool = False) -> float:
     """The causal sequence length whose kernel visits as many keys per query block as a
-    sliding window of `window` tokens over `seq_len` (window 0: the whole sequence): a causal
-    kernel visits s/2 keys per query on average, a window w keys, so 2w, never above seq_len."""
+    local-attention layer of `window` tokens over `seq_len` (window 0: the whole sequence): a
+    causal kernel visits s/2 keys per query on average, a sliding window w keys, so 2w; a chunk
+    of w tokens is itself a causal sequence of w. Never above seq_len."""
     if window <= 0:
         return seq_len
-    return min(seq_len, 2.0 * window)
+    return min(seq_len, float(window) if chunked else 2.0 * window)
 
 
 def model_attention_rate(
@@ -131,17 +133,17 @@ def model_attention_rate(
     length = seq_len if kernel_len is None else kernel_len
     time_per_flop = 0.0
     basis = ""
-    for share, window in causal_attention_split(spec, seq_len):
+    for part in causal_attention_split(spec, seq_len):
         rate = fused_attention_rate(
             hw,
             kernel,
             direction,
-            sliding_kernel_length(length, window),
+            sliding_kernel_length(length, part.window, part.chunked),
             peak16_flops,
             spec.head_dim,
             spec.v_head_dim,
             matmul_speedup,
         )
         basis = basis or rate.basis
-        time_per_flop += share / rate.fraction
+        time_per_flop += part.share / rate.fraction
     return AttentionRate(1.0 / time_per_flop, basis)

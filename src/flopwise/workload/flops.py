@@ -59,15 +59,30 @@ def attention_flops_per_key(spec: ModelSpec) -> int:
     return 2 * spec.heads * (spec.head_dim + spec.v_head_dim)
 
 
-def _mean_context(seq_len: float, window: float, convention: str) -> float:
+def local_pairs(n: float, window: int, chunked: bool) -> float:
+    """(query, key) pairs a causal sequence of n tokens computes in one local-attention layer:
+    each query sees at most `window` keys (sliding), or the keys of its own `window`-token chunk
+    up to itself (chunked). The difference of two values is the keys of the positions between
+    (position P sees local_pairs(P) - local_pairs(P - 1) keys)."""
+    if window <= 0 or n <= window:
+        return n * (n + 1) / 2
+    if chunked:
+        whole = n // window
+        rest = n - whole * window
+        return whole * window * (window + 1) / 2 + rest * (rest + 1) / 2
+    return window * (window + 1) / 2 + (n - window) * window
+
+
+def _mean_context(seq_len: float, window: float, convention: str, chunked: bool = False) -> float:
     """Mean number of keys a query in a sequence of seq_len sees (window 0 = unlimited)."""
     limit = seq_len if window <= 0 else min(seq_len, window)
     if convention == "full":
+        if chunked and seq_len > window > 0:  # each query charged against its whole chunk
+            whole = seq_len // window
+            rest = seq_len - whole * window
+            return (whole * window * window + rest * rest) / seq_len
         return limit
-    if window <= 0 or seq_len <= window:
-        return (seq_len + 1) / 2
-    # positions 1..w see i keys, the rest see w keys
-    return (window * (window + 1) / 2 + (seq_len - window) * window) / seq_len
+    return local_pairs(seq_len, int(window), chunked) / seq_len
 
 
 def attention_flops_per_token(spec: ModelSpec, seq_len: float, convention: str = "full") -> float:
@@ -75,30 +90,47 @@ def attention_flops_per_token(spec: ModelSpec, seq_len: float, convention: str =
     _check(convention)
     full_layers = spec.layers - spec.sliding_layers
     keys = full_layers * _mean_context(seq_len, 0, convention)
-    keys += spec.sliding_layers * _mean_context(seq_len, spec.sliding_window, convention)
+    chunked = spec.local_attention == "chunked"
+    keys += spec.sliding_layers * _mean_context(seq_len, spec.sliding_window, convention, chunked)
     return attention_flops_per_key(spec) * keys
 
 
-def causal_attention_split(spec: ModelSpec, seq_len: float) -> tuple[tuple[float, int], ...]:
+@dataclass(frozen=True, slots=True)
+class AttentionSplit:
+    """One kind of layer's share of a causal sequence's attention-core FLOPs: its window in
+    tokens (0 = the whole sequence) and whether that window is a chunk (Llama 4) or slides."""
+
+    share: float
+    window: int
+    chunked: bool = False
+
+
+def causal_attention_split(spec: ModelSpec, seq_len: float) -> tuple[AttentionSplit, ...]:
     """How a causal sequence of seq_len tokens splits its attention-core FLOPs between the layer
-    kinds: (share of the FLOPs, the kind's window in tokens, 0 = the whole sequence), full
-    layers first; one entry when every layer sees the whole sequence (no sliding layers, or a
-    window at least seq_len long). The shares add up to 1."""
+    kinds, full layers first; one entry when every layer sees the whole sequence (no local
+    layers, or a window at least seq_len long). The shares add up to 1."""
     full_layers = spec.layers - spec.sliding_layers
     window = spec.sliding_window
     if spec.sliding_layers == 0 or window <= 0 or window >= seq_len:
-        return ((1.0, 0),)
+        return (AttentionSplit(1.0, 0),)
+    chunked = spec.local_attention == "chunked"
     full = full_layers * _mean_context(seq_len, 0, "causal")
-    sliding = spec.sliding_layers * _mean_context(seq_len, window, "causal")
-    total = full + sliding
-    return ((full / total, 0), (sliding / total, window))
+    local = spec.sliding_layers * _mean_context(seq_len, window, "causal", chunked)
+    total = full + local
+    return (AttentionSplit(full / total, 0), AttentionSplit(local / total, window, chunked))
 
 
 def attention_flops_at_context(spec: ModelSpec, context: float) -> float:
     """Forward attention FLOPs for one new token attending to `context` cached tokens."""
     full_layers = spec.layers - spec.sliding_layers
-    window = spec.sliding_window or context
-    keys = full_layers * context + spec.sliding_layers * min(context, window)
+    window = spec.sliding_window
+    if window <= 0 or context <= window:
+        local = context
+    elif spec.local_attention == "chunked":
+        local = (context - 1) % window + 1  # the new token's position within its chunk
+    else:
+        local = window
+    keys = full_layers * context + spec.sliding_layers * local
     return attention_flops_per_key(spec) * keys
 
 

@@ -117,8 +117,10 @@ def _llama4(name: str, cfg: Config) -> dict[str, Any]:
     """Llama 4 text model: MoE every `interleave_moe_layer_step`-th layer (one routed expert of
     `intermediate_size` plus a shared one), dense layers of `intermediate_size_mlp`; chunked
     attention (chunks of `attention_chunk_size`) on the RoPE layers, global attention on every
-    fourth (NoPE) layer. Chunked attention is planned as a sliding window of the chunk size: the
-    same KV bound, and at most the same keys per query."""
+    fourth (NoPE) layer. A chunked layer's query sees the keys of its own chunk up to itself
+    (transformers' modeling_llama4 chunked attention mask; vLLM's ChunkedLocalAttention), so it
+    keeps at most a chunk of KV, like a sliding window of that size, but sees half as many keys
+    on average."""
     from flopwise.workload.hf import _llama_like, _Reader
 
     r = _Reader(name, cfg)
@@ -148,6 +150,7 @@ def _llama4(name: str, cfg: Config) -> dict[str, Any]:
         dense_layers=tuple(i for i in range(layers) if i not in moe),
         sliding_window=chunk,
         sliding_layers=chunked if chunk else 0,
+        local_attention="chunked",
     )
 
 

@@ -12,6 +12,8 @@ from typing import Any, Literal
 from flopwise.errors import FlopwiseError
 
 NormKind = Literal["rmsnorm", "layernorm", "layernorm_nobias"]
+#: How a model's local-attention layers restrict the keys (ModelSpec.local_attention).
+LOCAL_ATTENTION_KINDS: tuple[str, ...] = ("sliding", "chunked")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -58,9 +60,13 @@ class ModelSpec:
     expert_groups: int = 0
     expert_groups_per_token: int = 0
     expert_bias: bool = False
-    # Attention pattern: layers that use a sliding window of `sliding_window` tokens.
+    # Attention pattern: `sliding_layers` layers attend locally over `sliding_window` tokens:
+    # "sliding" = each query sees the last sliding_window keys (Mistral, Gemma, GPT-OSS);
+    # "chunked" = the sequence is cut into chunks of sliding_window tokens and each query sees
+    # the keys of its own chunk up to itself (Llama 4's attention_chunk_size).
     sliding_window: int = 0
     sliding_layers: int = 0
+    local_attention: str = "sliding"
     attention_sinks: bool = False  # one learned logit per head (gpt-oss)
     # tanh soft-capping of attention logits (Gemma 2): no parameters, an elementwise op on the
     # score matrix; kernels without it (FlashAttention < 2.6) fall back to unfused attention.
@@ -88,6 +94,11 @@ class ModelSpec:
                 raise FlopwiseError(f"model {self.name}: expert_ffn must be positive")
         if self.sliding_layers > self.layers:
             raise FlopwiseError(f"model {self.name}: more sliding-window layers than layers")
+        if self.local_attention not in LOCAL_ATTENTION_KINDS:
+            raise FlopwiseError(
+                f"model {self.name}: local_attention {self.local_attention!r} is not one of "
+                f"{LOCAL_ATTENTION_KINDS}"
+            )
 
     @property
     def is_moe(self) -> bool:

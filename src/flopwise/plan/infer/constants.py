@@ -112,6 +112,13 @@ class EngineProfile:
     #: builder through the 0.17+ LLM-API builder), so the published FP8 tables ran FP8 context
     #: attention; the rate is then FP8_ATTENTION_SPEEDUP x the 16-bit one.
     fp8_context_attention: bool = False
+    #: Whether generation (decode) requests honour a model's chunked attention (Llama 4's
+    #: attention_chunk_size): attend only within their chunk, with the cache keeping only that
+    #: chunk. TensorRT-LLM 1.0: "chunked attention can only be applied to context requests"
+    #: (docs/source/features/long-sequence.md, NVIDIA/TensorRT-LLM PR #6696), so its generation
+    #: steps attend to, and its cache keeps, every token. vLLM runs Llama 4's local layers as
+    #: ChunkedLocalAttention (vllm/attention/layers/chunked_local_attention.py), both phases.
+    chunked_attention_in_decode: bool = True
     #: Pipeline micro-batches the runtime keeps in flight (TensorRT-LLM with pp stages: one per
     #: stage, plan/infer/trtllm_build.py PIPELINE_MICRO_BATCH_SOURCE). max_num_seqs and
     #: max_num_tokens above are then totals over them; one forward pass on a GPU is one
@@ -160,6 +167,7 @@ class EngineProfile:
             "fp8_context_attention": self.fp8_context_attention,
             "micro_batches": self.micro_batches,
             "attention_dp_whole_dense": self.attention_dp_whole_dense,
+            "chunked_attention_in_decode": self.chunked_attention_in_decode,
             "source": self.source,
         }
 
@@ -343,11 +351,13 @@ ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
                 moe_kernels="tensorrt-llm",
                 fp8_context_attention=True,
                 attention_dp_whole_dense=True,
+                chunked_attention_in_decode=False,
                 features=(
                     "in-flight batching in the C++ batch manager (context and generation "
                     "requests in one forward pass); paged KV cache; GUARANTEED_NO_EVICT "
                     "admission; FP8 KV cache with FP8 quantization; chunked context optional "
-                    "(enable_chunked_context); custom one-/two-shot all-reduce inside NVLink"
+                    "(enable_chunked_context); custom one-/two-shot all-reduce inside NVLink; "
+                    "Llama 4's chunked attention in context requests only"
                 ),
             ),
             EngineProfile(

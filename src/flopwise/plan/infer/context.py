@@ -69,6 +69,7 @@ def make_context(
         job.ep,
         job.attention_dp,
         whole_dense=engine.attention_dp_whole_dense,
+        chunked_decode=engine.chunked_attention_in_decode,
     )
     rates = make_rates(hw, engine, precision.act, precision.weight, spec, job.input_len)
     return Context(spec, hw, job, engine, precision, shard, rates)

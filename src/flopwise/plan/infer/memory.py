@@ -24,10 +24,12 @@ from flopwise.units import GIB
 
 
 def kv_bytes_per_seq_per_gpu(sh: Shard, tokens: float) -> float:
-    """KV bytes one sequence of `tokens` tokens holds on one GPU (sliding windows capped)."""
+    """KV bytes one sequence of `tokens` tokens holds on one GPU (local windows capped, unless
+    the engine keeps every token of its chunked layers: Shard.decode_local)."""
     s = sh.spec
     full = s.layers - s.sliding_layers
-    window = min(tokens, s.sliding_window) if s.sliding_window else tokens
+    local = s.sliding_window and sh.decode_local
+    window = min(tokens, s.sliding_window) if local else tokens
     per_rank_layers = (full * tokens + s.sliding_layers * window) / s.layers * sh.layers
     return sh.kv_per_token_layer_bytes * per_rank_layers
 

@@ -77,6 +77,8 @@ def decode_phase(
 ) -> Phase:
     """Mean decode step of `seqs` sequences; optional prompt tokens interleaved into each step."""
     keys, keys_sliding = mean_decode_keys(ctx.spec, ctx.job.input_len, ctx.job.output_len)
+    if not ctx.shard.decode_local:  # chunked layers decode over every cached token
+        keys_sliding = keys
     s = ctx.job.input_len
     full, sliding = prefill_pairs(ctx.spec, s)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from flopwise.workload.flops import local_pairs
 from flopwise.workload.memory_bytes import DTYPE_BYTES, kv_bytes_per_token_per_layer
 from flopwise.workload.params import ParamCounts, attention_params, count_params, mlp_params
 from flopwise.workload.spec import ModelSpec
@@ -58,6 +59,11 @@ class Shard:
     #: (the engine's EngineProfile.attention_dp_whole_dense); False: they are split over the TP
     #: group and run on every rank's tokens, gathered (SGLang's default)
     dense_whole: bool = False
+    #: Whether decode steps of chunked-attention layers (Llama 4) attend within their chunk and
+    #: the KV cache keeps only that chunk; False when the engine chunks only context requests
+    #: and generation attends to, and keeps, every cached token
+    #: (EngineProfile.chunked_attention_in_decode). Sliding-window layers always stay local.
+    decode_local: bool = True
 
     @property
     def moe(self) -> bool:
@@ -134,9 +140,11 @@ def make_shard(
     ep: int = 1,
     attention_dp: bool = False,
     whole_dense: bool = False,
+    chunked_decode: bool = True,
 ) -> Shard:
     """One rank's shard; `whole_dense`: under `attention_dp`, the engine keeps the dense MLP,
-    shared experts and vocabulary layers whole on every rank (Shard.dense_whole)."""
+    shared experts and vocabulary layers whole on every rank (Shard.dense_whole);
+    `chunked_decode`: the engine's generation steps honour chunked attention (Shard.decode_local)."""
     s = spec
     dense_whole = attention_dp and whole_dense and tp > 1
     dtp = 1 if dense_whole else tp  # ranks the dense MLP, shared experts and vocab split over
@@ -179,6 +187,7 @@ def make_shard(
         ep=ep,
         attn_dp=tp if attention_dp else 1,
         dense_whole=dense_whole,
+        decode_local=chunked_decode or s.local_attention != "chunked",
     )
 
 
@@ -190,7 +199,7 @@ def expected_distinct_experts(experts: int, top_k: int, tokens: float) -> float:
 
 
 def mean_decode_keys(spec: ModelSpec, input_len: int, output_len: int) -> tuple[float, float]:
-    """Mean keys a decode step attends to over the generation: (full layers, sliding layers).
+    """Mean keys a decode step attends to over the generation: (full layers, local layers).
 
     Decode steps 1..output_len-1 run with input_len + i tokens cached; each step is charged only
     the KV cache it has at that step, so the mean is input_len + output_len/2.
@@ -201,21 +210,17 @@ def mean_decode_keys(spec: ModelSpec, input_len: int, output_len: int) -> tuple[
     w = spec.sliding_window
     if not spec.sliding_layers or not w:
         return full, full
-    if hi <= w:
-        sliding = full
-    elif lo >= w:
-        sliding = float(w)
-    else:  # part of the generation runs under the window, part at it
-        under = w - lo + 1
-        sliding = ((lo + w) / 2.0 * under + w * (steps - under)) / steps
+    # the keys of positions lo..hi in a local layer (a sliding window or Llama 4's chunks)
+    chunked = spec.local_attention == "chunked"
+    sliding = (local_pairs(hi, w, chunked) - local_pairs(lo - 1, w, chunked)) / (hi - lo + 1)
     return full, sliding
 
 
 def prefill_pairs(spec: ModelSpec, prompt_len: int) -> tuple[float, float]:
-    """(query, key) pairs of one causal prompt: (per full layer, per sliding layer)."""
+    """(query, key) pairs of one causal prompt: (per full layer, per local layer)."""
     n = float(prompt_len)
     full = n * (n + 1) / 2.0
     w = spec.sliding_window
     if not spec.sliding_layers or not w or n <= w:
         return full, full
-    return full, w * (w + 1) / 2.0 + (n - w) * w
+    return full, local_pairs(n, w, spec.local_attention == "chunked")

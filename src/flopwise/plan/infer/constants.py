@@ -113,11 +113,12 @@ class EngineProfile:
     #: attention; the rate is then FP8_ATTENTION_SPEEDUP x the 16-bit one.
     fp8_context_attention: bool = False
     #: Whether generation (decode) requests honour a model's chunked attention (Llama 4's
-    #: attention_chunk_size): attend only within their chunk, with the cache keeping only that
-    #: chunk. TensorRT-LLM 1.0: "chunked attention can only be applied to context requests"
-    #: (docs/source/features/long-sequence.md, NVIDIA/TensorRT-LLM PR #6696), so its generation
-    #: steps attend to, and its cache keeps, every token. vLLM runs Llama 4's local layers as
-    #: ChunkedLocalAttention (vllm/attention/layers/chunked_local_attention.py), both phases.
+    #: attention_chunk_size) and attend only within their chunk. TensorRT-LLM 1.0: "chunked
+    #: attention can only be applied to context requests" (docs/source/features/
+    #: long-sequence.md, NVIDIA/TensorRT-LLM PR #6696), so its generation steps attend to every
+    #: token. vLLM runs Llama 4's local layers as ChunkedLocalAttention
+    #: (vllm/attention/layers/chunked_local_attention.py) in both phases. Either way the cache
+    #: keeps every token of those layers by default (plan/infer/memory.py).
     chunked_attention_in_decode: bool = True
     #: Pipeline micro-batches the runtime keeps in flight (TensorRT-LLM with pp stages: one per
     #: stage, plan/infer/trtllm_build.py PIPELINE_MICRO_BATCH_SOURCE). max_num_seqs and

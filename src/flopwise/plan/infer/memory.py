@@ -24,12 +24,15 @@ from flopwise.units import GIB
 
 
 def kv_bytes_per_seq_per_gpu(sh: Shard, tokens: float) -> float:
-    """KV bytes one sequence of `tokens` tokens holds on one GPU (local windows capped, unless
-    the engine keeps every token of its chunked layers: Shard.decode_local)."""
+    """KV bytes one sequence of `tokens` tokens holds on one GPU: sliding-window layers keep
+    their window; chunked layers (Llama 4) keep every token, as the engines do by default
+    (TensorRT-LLM 1.0 decodes over them; vLLM turned its chunk-freeing hybrid KV cache off for
+    chunked local attention, PR #21761, 2025-07, unless
+    VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is set)."""
     s = sh.spec
     full = s.layers - s.sliding_layers
-    local = s.sliding_window and sh.decode_local
-    window = min(tokens, s.sliding_window) if local else tokens
+    capped = s.sliding_window and s.local_attention == "sliding"
+    window = min(tokens, s.sliding_window) if capped else tokens
     per_rank_layers = (full * tokens + s.sliding_layers * window) / s.layers * sh.layers
     return sh.kv_per_token_layer_bytes * per_rank_layers
 

@@ -59,10 +59,10 @@ class Shard:
     #: (the engine's EngineProfile.attention_dp_whole_dense); False: they are split over the TP
     #: group and run on every rank's tokens, gathered (SGLang's default)
     dense_whole: bool = False
-    #: Whether decode steps of chunked-attention layers (Llama 4) attend within their chunk and
-    #: the KV cache keeps only that chunk; False when the engine chunks only context requests
-    #: and generation attends to, and keeps, every cached token
-    #: (EngineProfile.chunked_attention_in_decode). Sliding-window layers always stay local.
+    #: Whether decode steps of chunked-attention layers (Llama 4) attend within their chunk;
+    #: False when the engine chunks only context requests and generation attends to every
+    #: cached token (EngineProfile.chunked_attention_in_decode). Sliding-window layers always
+    #: stay local. (The KV of chunked layers is kept whole either way: memory.py.)
     decode_local: bool = True
 
     @property

@@ -49,13 +49,19 @@ def test_rows_a_modelling_choice_saw_are_marked() -> None:
     in_view = [r for r in rows if r.in_view]  # type: ignore[attr-defined]
     # the pipeline micro-batch slots were modelled after the RTX PRO 6000 PP rows, the FP4
     # GEMM ceiling after the B200/GB200 NVFP4 rows, the whole dense part under attention DP
-    # after the H100 Llama 4 Maverick rows: exactly those, nothing else
+    # after the H100 Llama 4 Maverick rows, TensorRT-LLM's context-only chunked attention after
+    # the H200 Llama 4 rows at 20,000/2,000: exactly those, nothing else
     saw = [
         r
         for r in rows
         if r.pp > 1  # type: ignore[attr-defined]
         or r.accelerator in ("b200", "gb200")  # type: ignore[attr-defined]
         or (r.model, r.accelerator) == ("llama-4-maverick", "h100-sxm")  # type: ignore[attr-defined]
+        or (
+            r.model.startswith("llama-4")  # type: ignore[attr-defined]
+            and r.accelerator == "h200-sxm"  # type: ignore[attr-defined]
+            and r.input_len == 20000  # type: ignore[attr-defined]
+        )
     ]
-    assert len(in_view) == 69 + 98 + 7
+    assert len(in_view) == 69 + 98 + 7 + 2
     assert {r.id for r in in_view} == {r.id for r in saw}  # type: ignore[attr-defined]

@@ -12,8 +12,8 @@ from flopwise.errors import FlopwiseError
 from flopwise.hardware import hardware_from_catalog
 from flopwise.plan.attention_rate import (
     fused_attention_rate,
+    local_kernel_length,
     model_attention_rate,
-    sliding_kernel_length,
 )
 from flopwise.plan.efficiency import gh100_attention_fraction
 from flopwise.plan.infer.constants import get_engine
@@ -38,9 +38,9 @@ def _with_window(spec: ModelSpec, window: int, sliding_layers: int) -> ModelSpec
 
 
 def test_kernel_length_is_twice_the_window_within_the_sequence() -> None:
-    assert sliding_kernel_length(4096, 0) == 4096  # full attention
-    assert sliding_kernel_length(4096, 128) == 256  # w keys per query; causal s visits s/2
-    assert sliding_kernel_length(4096, 3000) == 4096  # never above the sequence
+    assert local_kernel_length(4096, 0) == 4096  # full attention
+    assert local_kernel_length(4096, 128) == 256  # w keys per query; causal s visits s/2
+    assert local_kernel_length(4096, 3000) == 4096  # never above the sequence
 
 
 def test_split_by_hand() -> None:
@@ -207,8 +207,8 @@ def test_decode_keys_are_the_mean_over_the_generation(local_attention: str) -> N
 
 
 def test_chunk_kernel_is_a_causal_kernel_over_the_chunk() -> None:
-    assert sliding_kernel_length(131072, 8192, chunked=True) == 8192
-    assert sliding_kernel_length(4096, 8192, chunked=True) == 4096
+    assert local_kernel_length(131072, 8192, chunked=True) == 8192
+    assert local_kernel_length(4096, 8192, chunked=True) == 4096
     hw = hardware_from_catalog("h100-sxm")
     scout = load_model("llama-4-scout")
     parts = causal_attention_split(scout, 65536)

@@ -23,7 +23,7 @@ A model with sliding-window layers (GPT-OSS, Gemma 2/3, Mistral 7B v0.1) runs th
 kernel over a window, not the sequence: each query block visits about `window` keys, so its
 fixed cost (the curve's s_half) weighs against that work. A causal kernel over s tokens visits
 s/2 keys per query block on average, so a window of w tokens runs at the curve's rate for
-s = 2w (``sliding_kernel_length``; a chunked layer, Llama 4's, is a causal kernel over each
+s = 2w (``local_kernel_length``; a chunked layer, Llama 4's, is a causal kernel over each
 chunk). ``model_attention_rate`` combines the layer kinds by their
 share of the FLOPs (time adds up, so the rates combine harmonically); it changes nothing where
 the rate does not depend on length (the papers' constant fractions).
@@ -105,7 +105,7 @@ def fused_attention_rate(
     return AttentionRate(fraction, basis)
 
 
-def sliding_kernel_length(seq_len: float, window: int, chunked: bool = False) -> float:
+def local_kernel_length(seq_len: float, window: int, chunked: bool = False) -> float:
     """The causal sequence length whose kernel visits as many keys per query block as a
     local-attention layer of `window` tokens over `seq_len` (window 0: the whole sequence): a
     causal kernel visits s/2 keys per query on average, a sliding window w keys, so 2w; a chunk
@@ -126,10 +126,10 @@ def model_attention_rate(
     kernel_len: float | None = None,
 ) -> AttentionRate:
     """`fused_attention_rate` over a model's layers: full-attention layers at the kernel's
-    sequence (`kernel_len`, default `seq_len`; one context-parallel chunk under CP),
-    sliding-window layers at ``sliding_kernel_length`` of it, combined by their share of the
-    causal attention FLOPs of a `seq_len` sequence (harmonically: seconds add up). One layer
-    kind: the plain rate."""
+    sequence (`kernel_len`, default `seq_len`; one context-parallel chunk under CP), local
+    layers (sliding windows, chunks) at ``local_kernel_length`` of it, combined by their share
+    of the causal attention FLOPs of a `seq_len` sequence (harmonically: seconds add up). One
+    layer kind: the plain rate."""
     length = seq_len if kernel_len is None else kernel_len
     time_per_flop = 0.0
     basis = ""
@@ -138,7 +138,7 @@ def model_attention_rate(
             hw,
             kernel,
             direction,
-            sliding_kernel_length(length, part.window, part.chunked),
+            local_kernel_length(length, part.window, part.chunked),
             peak16_flops,
             spec.head_dim,
             spec.v_head_dim,

@@ -167,7 +167,7 @@ def make_rates(
     attn, attn_basis = 0.0, "engine"
     peak16 = hw.peak(attn_dtype) * TERA if attn_dtype in hw.peak_tflops else 0.0
     if spec is not None and prompt_len and peak16 > 0:
-        # sliding-window layers at their window's length (plan/attention_rate.py)
+        # local layers (sliding windows, chunks) at their kernel length (plan/attention_rate.py)
         fused = model_attention_rate(
             hw, PREFILL_ATTENTION_KERNEL, "fwd", prompt_len, peak16, spec, speedup
         )

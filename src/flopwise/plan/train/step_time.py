@@ -278,8 +278,8 @@ def _attention_core(ctx: ModelContext, t: float, tp: int, mb: int, cp: int) -> t
         rate = ctx.peak16_flops * ctx.compute_fraction
         s = ctx.job.seq_len / cp  # the kernel's sequence: one context-parallel chunk
         # measured on this device (bench attention) or its die by sequence length, else the
-        # papers' fractions, at the model's head dimension (plan/attention_rate.py)
-        # sliding-window layers at their window's length (plan/attention_rate.py)
+        # papers' fractions, at the model's head dimension; local layers (sliding windows,
+        # Llama 4's chunks) at their window's kernel length (plan/attention_rate.py)
         f_fwd, f_bwd = (
             model_attention_rate(
                 ctx.hw, kernel, d, ctx.job.seq_len, ctx.peak16_flops, m, kernel_len=s

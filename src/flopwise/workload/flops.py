@@ -59,6 +59,12 @@ def attention_flops_per_key(spec: ModelSpec) -> int:
     return 2 * spec.heads * (spec.head_dim + spec.v_head_dim)
 
 
+def _chunks(n: float, window: float) -> tuple[float, float]:
+    """(whole chunks, tokens in the last partial chunk) of a sequence of n tokens."""
+    whole = n // window
+    return whole, n - whole * window
+
+
 def local_pairs(n: float, window: int, chunked: bool) -> float:
     """(query, key) pairs a causal sequence of n tokens computes in one local-attention layer:
     each query sees at most `window` keys (sliding), or the keys of its own `window`-token chunk
@@ -67,8 +73,7 @@ def local_pairs(n: float, window: int, chunked: bool) -> float:
     if window <= 0 or n <= window:
         return n * (n + 1) / 2
     if chunked:
-        whole = n // window
-        rest = n - whole * window
+        whole, rest = _chunks(n, window)
         return whole * window * (window + 1) / 2 + rest * (rest + 1) / 2
     return window * (window + 1) / 2 + (n - window) * window
 
@@ -78,8 +83,7 @@ def _mean_context(seq_len: float, window: float, convention: str, chunked: bool 
     limit = seq_len if window <= 0 else min(seq_len, window)
     if convention == "full":
         if chunked and seq_len > window > 0:  # each query charged against its whole chunk
-            whole = seq_len // window
-            rest = seq_len - whole * window
+            whole, rest = _chunks(seq_len, window)
             return (whole * window * window + rest * rest) / seq_len
         return limit
     return local_pairs(seq_len, int(window), chunked) / seq_len

@@ -220,7 +220,7 @@ def prefill_pairs(spec: ModelSpec, prompt_len: int) -> tuple[float, float]:
     """(query, key) pairs of one causal prompt: (per full layer, per local layer)."""
     n = float(prompt_len)
     full = n * (n + 1) / 2.0
-    w = spec.sliding_window
-    if not spec.sliding_layers or not w or n <= w:
+    if not spec.sliding_layers:
         return full, full
-    return full, local_pairs(n, w, spec.local_attention == "chunked")
+    # local_pairs is the whole causal triangle where there is no window or n is within it
+    return full, local_pairs(n, spec.sliding_window, spec.local_attention == "chunked")

@@ -108,7 +108,9 @@ INFER_FLAGS: list[JobFlag] = [
     ),
     JobFlag(
         "engine",
-        "engine class for overhead constants: generic, tensorrt-llm, vllm, sglang",
+        "engine class for overhead constants: generic, tensorrt-llm (C++ runtime, the 0.x "
+        "trtllm-build engines), tensorrt-llm-pytorch (the PyTorch backend, TensorRT-LLM's "
+        "default from 1.0), vllm, sglang",
         kinds=_I,
         default="generic",
         metavar="NAME",

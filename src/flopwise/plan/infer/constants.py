@@ -13,7 +13,7 @@ single published serving row; ``flopwise.validate.inference`` reports how well t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -29,6 +29,16 @@ class EngineProfile:
     #: Host/runtime time per decode step that the GPU does not hide (scheduler, sampling,
     #: detokenisation hand-off, input tensors), seconds.
     step_overhead_s: float
+    #: Host time per running request per step, seconds, on top of step_overhead_s, as
+    #: measured on a Grace host (host_s_per_request scales it to the deployment's host): a
+    #: Python executor walks every request each iteration (scheduling, sampled-token
+    #: bookkeeping, stop checks, responses), so its host step grows with the batch. 0: a C++
+    #: runtime whose per-request work is negligible against the GPU's.
+    host_s_per_seq: float = 0.0
+    #: Whether that per-request host work for the next step runs while the GPU runs this one
+    #: (an overlap scheduler): then only what exceeds the GPU's step is exposed; otherwise it
+    #: adds to every step.
+    host_overlap: bool = False
     #: Host/runtime time per prefill (context) pass, seconds: request enqueue, input copies,
     #: first-token sampling and copy back; about 1-3 ms in the engines' own batch-1 tables.
     prefill_overhead_s: float
@@ -145,6 +155,8 @@ class EngineProfile:
             "name": self.name,
             "step_overhead_s": self.step_overhead_s,
             "prefill_overhead_s": self.prefill_overhead_s,
+            "host_s_per_seq": self.host_s_per_seq,
+            "host_overlap": self.host_overlap,
             "decode_attention_bw_fraction": self.decode_attention_bw_fraction,
             "prefill_attention_fraction": self.prefill_attention_fraction,
             "gemm_fraction": self.gemm_fraction,
@@ -299,6 +311,51 @@ _TRTLLM_SRC = (
     "the KV cache after weights, activations, runtime buffers and decoder: "
     "batch_manager/trtGptModelInflightBatching.cpp)"
 )
+#: TensorRT-LLM's PyTorch backend (the default from 1.0; ``trtllm-bench --backend pytorch``):
+#: host time per running request per iteration. NVIDIA's own measurement in
+#: NVIDIA/TensorRT-LLM PR #10273 (2025-12-24, "Re-implement MicroBatchScheduler and
+#: CapacityScheduler in Python"): GB200, GPT-OSS-120B, attention DP 2 with max_batch_size 1536
+#: per rank, 3,072 requests in flight at 1k/1k, "the average per iteration host_step_time is
+#: 45.11 ms" with the C++ scheduler, a scenario the PR calls host-bound. 45.11 ms over the
+#: 1,536 requests each rank's executor walks = 29.4 us per request per iteration (the step's
+#: fixed part, under a millisecond, left in). Measured on Grace (Neoverse V2) cores: the figure
+#: holds on Grace-hosted parts; an x86 host runs it HOST_SPEEDUP_X86_OVER_GRACE times faster.
+#: Not fitted to any published row.
+TRTLLM_PYTORCH_HOST_S_PER_SEQ = 45.11e-3 / 1536
+
+#: Accelerator ids whose host CPU is Grace (the superchips): host times measured on Grace
+#: (EngineProfile.host_s_per_seq) hold there as they are.
+GRACE_HOSTED_PREFIXES: tuple[str, ...] = ("gb200", "gb300", "gh200")
+
+#: How much faster an x86 host runs the same framework CPU code than Grace: the CPU time of
+#: one PyTorch ``Linear`` forward (bf16, hidden 2048, 8,192 tokens), 37.08 us on GB200 against
+#: 13.48 us on an H100 DGX (Xeon Platinum 8480C) (NVIDIA/TransformerEngine issue #2053,
+#: 2025-08-11, "High CPU overhead on Grace systems", the "torch" rows; GH200 33.17 us). Applied
+#: to every non-Grace host, the Xeon 8480C standing for the x86 servers of the catalog.
+HOST_SPEEDUP_X86_OVER_GRACE = 37.08 / 13.48
+
+
+def host_s_per_request(engine: EngineProfile, accelerator_id: str) -> float:
+    """The engine's per-request host time per step on the host of `accelerator_id`: as
+    measured on Grace-hosted parts, HOST_SPEEDUP_X86_OVER_GRACE times less on x86 hosts."""
+    if accelerator_id.lower().startswith(GRACE_HOSTED_PREFIXES):
+        return engine.host_s_per_seq
+    return engine.host_s_per_seq / HOST_SPEEDUP_X86_OVER_GRACE
+
+
+#: ... and the host time per iteration its overlap scheduler (one step of lookahead) still
+#: exposes as GPU idle at a small batch: "~580 us/iter" (NVIDIA/TensorRT-LLM issue #13957,
+#: 2026-05, Llama-3.1-8B FP8 on B200 at concurrency 64, from nsys traces).
+TRTLLM_PYTORCH_STEP_OVERHEAD_S = 580e-6
+
+_TRTLLM_PYTORCH_SRC = (
+    "TensorRT-LLM PyTorch backend (the default from 1.0; trtllm-bench --backend pytorch): the "
+    "C++ profile's kernels, memory and batching, with a Python executor (PyExecutor) whose "
+    "overlap scheduler prepares step n+1 on the host while the GPU runs step n; its host step "
+    "grows with the requests it walks: 45.11 ms per iteration for 1,536 requests per rank on "
+    "GB200 (NVIDIA/TensorRT-LLM PR #10273), ~0.58 ms per iteration exposed at concurrency 64 "
+    "on B200 (issue #13957)"
+)
 _VLLM_SRC = (
     "vLLM docs and v0.6 performance blog (2024-09: CPU scheduling/output processing was ~1-4 ms "
     "of each step before multi-step scheduling; gpu_memory_utilization default 0.9; "
@@ -309,105 +366,134 @@ _SGLANG_SRC = (
     "kernels, mem_fraction_static ~0.88, chunked_prefill_size 8192)"
 )
 
+_PROFILES: tuple[EngineProfile, ...] = (
+    EngineProfile(
+        name="generic",
+        step_overhead_s=1.0e-3,
+        prefill_overhead_s=1.5e-3,
+        decode_attention_bw_fraction=0.85,
+        prefill_attention_fraction=0.60,
+        gemm_fraction=1.0,
+        fp8_gemm_fraction=FP8_GEMM_FRACTION,
+        allreduce_latency_s=15e-6,
+        memory_fraction=0.90,
+        max_num_seqs=None,
+        max_num_tokens=8192,
+        source="middle of the engine profiles below; no engine-specific fusion assumed",
+        features="continuous batching with paged KV; nothing engine-specific assumed",
+    ),
+    EngineProfile(
+        name="tensorrt-llm",
+        step_overhead_s=0.3e-3,
+        prefill_overhead_s=1.5e-3,
+        decode_attention_bw_fraction=0.95,
+        prefill_attention_fraction=0.65,
+        gemm_fraction=1.0,
+        fp8_gemm_fraction=FP8_GEMM_FRACTION,
+        allreduce_latency_s=10e-6,
+        memory_fraction=0.90,
+        max_num_seqs=4096,
+        max_num_tokens=8192,
+        source=_TRTLLM_SRC,
+        kv_reservation="full",
+        memory_fraction_of="free",
+        build_sizing="trtllm-bench",
+        slot_bytes_per_vocab=TRTLLM_SLOT_BYTES_PER_VOCAB,
+        slot_bytes_per_seq_token=TRTLLM_SLOT_BYTES_PER_SEQ_TOKEN,
+        kv_block_tokens=64,
+        allreduce_policy="trtllm",
+        logits_bytes=4.0,
+        moe_kernels="tensorrt-llm",
+        fp8_context_attention=True,
+        attention_dp_whole_dense=True,
+        chunked_attention_in_decode=False,
+        features=(
+            "in-flight batching in the C++ batch manager (context and generation "
+            "requests in one forward pass); paged KV cache; GUARANTEED_NO_EVICT "
+            "admission; FP8 KV cache with FP8 quantization; chunked context optional "
+            "(enable_chunked_context); custom one-/two-shot all-reduce inside NVLink; "
+            "Llama 4's chunked attention in context requests only"
+        ),
+    ),
+    EngineProfile(
+        name="vllm",
+        step_overhead_s=2.0e-3,
+        prefill_overhead_s=3.0e-3,
+        decode_attention_bw_fraction=0.80,
+        prefill_attention_fraction=0.60,
+        gemm_fraction=1.0,
+        fp8_gemm_fraction=FP8_GEMM_FRACTION,
+        allreduce_latency_s=15e-6,
+        memory_fraction=0.90,
+        max_num_seqs=256,
+        max_num_tokens=8192,
+        source=_VLLM_SRC,
+        preemption="recompute",
+        custom_allreduce_max_bytes=VLLM_CUSTOM_ALLREDUCE_MAX_BYTES,
+        attention_dp_whole_dense=True,
+        features=(
+            "continuous (iteration-level) batching; PagedAttention KV blocks allocated "
+            "on demand, preempting when full; CUDA graphs for decode; chunked prefill; "
+            "fp8 KV cache with --kv-cache-dtype fp8"
+        ),
+    ),
+    EngineProfile(
+        name="sglang",
+        step_overhead_s=0.5e-3,
+        prefill_overhead_s=2.0e-3,
+        decode_attention_bw_fraction=0.90,
+        prefill_attention_fraction=0.60,
+        gemm_fraction=1.0,
+        fp8_gemm_fraction=FP8_GEMM_FRACTION,
+        allreduce_latency_s=12e-6,
+        memory_fraction=0.88,
+        max_num_seqs=None,
+        max_num_tokens=8192,
+        source=_SGLANG_SRC,
+        features=(
+            "continuous batching with an overlapped CPU scheduler; token-level paged KV "
+            "pool with RadixAttention prefix reuse; chunked prefill (8192); CUDA graphs "
+            "for decode; fp8 KV cache with --kv-cache-dtype; DP attention for MLA models"
+        ),
+    ),
+)
+
+
+def _trtllm_pytorch(cpp: EngineProfile) -> EngineProfile:
+    """TensorRT-LLM's PyTorch backend: the C++ profile's kernels and batching under a Python
+    executor whose host step grows with the requests (TRTLLM_PYTORCH_HOST_S_PER_SEQ)."""
+    return replace(
+        cpp,
+        name="tensorrt-llm-pytorch",
+        step_overhead_s=TRTLLM_PYTORCH_STEP_OVERHEAD_S,
+        host_s_per_seq=TRTLLM_PYTORCH_HOST_S_PER_SEQ,
+        host_overlap=True,
+        source=_TRTLLM_PYTORCH_SRC,
+        features=cpp.features
+        + "; PyTorch backend: Python executor with an overlap scheduler (host work for the "
+        "next step runs beside the GPU's step, and bounds it once the batch is large)",
+    )
+
+
 ENGINES: Mapping[str, EngineProfile] = MappingProxyType(
     {
         p.name: p
         for p in (
-            EngineProfile(
-                name="generic",
-                step_overhead_s=1.0e-3,
-                prefill_overhead_s=1.5e-3,
-                decode_attention_bw_fraction=0.85,
-                prefill_attention_fraction=0.60,
-                gemm_fraction=1.0,
-                fp8_gemm_fraction=FP8_GEMM_FRACTION,
-                allreduce_latency_s=15e-6,
-                memory_fraction=0.90,
-                max_num_seqs=None,
-                max_num_tokens=8192,
-                source="middle of the engine profiles below; no engine-specific fusion assumed",
-                features="continuous batching with paged KV; nothing engine-specific assumed",
-            ),
-            EngineProfile(
-                name="tensorrt-llm",
-                step_overhead_s=0.3e-3,
-                prefill_overhead_s=1.5e-3,
-                decode_attention_bw_fraction=0.95,
-                prefill_attention_fraction=0.65,
-                gemm_fraction=1.0,
-                fp8_gemm_fraction=FP8_GEMM_FRACTION,
-                allreduce_latency_s=10e-6,
-                memory_fraction=0.90,
-                max_num_seqs=4096,
-                max_num_tokens=8192,
-                source=_TRTLLM_SRC,
-                kv_reservation="full",
-                memory_fraction_of="free",
-                build_sizing="trtllm-bench",
-                slot_bytes_per_vocab=TRTLLM_SLOT_BYTES_PER_VOCAB,
-                slot_bytes_per_seq_token=TRTLLM_SLOT_BYTES_PER_SEQ_TOKEN,
-                kv_block_tokens=64,
-                allreduce_policy="trtllm",
-                logits_bytes=4.0,
-                moe_kernels="tensorrt-llm",
-                fp8_context_attention=True,
-                attention_dp_whole_dense=True,
-                chunked_attention_in_decode=False,
-                features=(
-                    "in-flight batching in the C++ batch manager (context and generation "
-                    "requests in one forward pass); paged KV cache; GUARANTEED_NO_EVICT "
-                    "admission; FP8 KV cache with FP8 quantization; chunked context optional "
-                    "(enable_chunked_context); custom one-/two-shot all-reduce inside NVLink; "
-                    "Llama 4's chunked attention in context requests only"
-                ),
-            ),
-            EngineProfile(
-                name="vllm",
-                step_overhead_s=2.0e-3,
-                prefill_overhead_s=3.0e-3,
-                decode_attention_bw_fraction=0.80,
-                prefill_attention_fraction=0.60,
-                gemm_fraction=1.0,
-                fp8_gemm_fraction=FP8_GEMM_FRACTION,
-                allreduce_latency_s=15e-6,
-                memory_fraction=0.90,
-                max_num_seqs=256,
-                max_num_tokens=8192,
-                source=_VLLM_SRC,
-                preemption="recompute",
-                custom_allreduce_max_bytes=VLLM_CUSTOM_ALLREDUCE_MAX_BYTES,
-                attention_dp_whole_dense=True,
-                features=(
-                    "continuous (iteration-level) batching; PagedAttention KV blocks allocated "
-                    "on demand, preempting when full; CUDA graphs for decode; chunked prefill; "
-                    "fp8 KV cache with --kv-cache-dtype fp8"
-                ),
-            ),
-            EngineProfile(
-                name="sglang",
-                step_overhead_s=0.5e-3,
-                prefill_overhead_s=2.0e-3,
-                decode_attention_bw_fraction=0.90,
-                prefill_attention_fraction=0.60,
-                gemm_fraction=1.0,
-                fp8_gemm_fraction=FP8_GEMM_FRACTION,
-                allreduce_latency_s=12e-6,
-                memory_fraction=0.88,
-                max_num_seqs=None,
-                max_num_tokens=8192,
-                source=_SGLANG_SRC,
-                features=(
-                    "continuous batching with an overlapped CPU scheduler; token-level paged KV "
-                    "pool with RadixAttention prefix reuse; chunked prefill (8192); CUDA graphs "
-                    "for decode; fp8 KV cache with --kv-cache-dtype; DP attention for MLA models"
-                ),
-            ),
+            *_PROFILES,
+            _trtllm_pytorch(next(p for p in _PROFILES if p.name == "tensorrt-llm")),
         )
     }
 )
 
 ENGINE_ALIASES: Mapping[str, str] = MappingProxyType(
-    {"trtllm": "tensorrt-llm", "trt-llm": "tensorrt-llm", "tensorrt_llm": "tensorrt-llm"}
+    {
+        "trtllm": "tensorrt-llm",
+        "trt-llm": "tensorrt-llm",
+        "tensorrt_llm": "tensorrt-llm",
+        "trtllm-pytorch": "tensorrt-llm-pytorch",
+        "trt-llm-pytorch": "tensorrt-llm-pytorch",
+        "tensorrt_llm_pytorch": "tensorrt-llm-pytorch",
+    }
 )
 
 

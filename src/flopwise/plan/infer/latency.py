@@ -406,5 +406,19 @@ def _logits_gather_and_sample(
     return Breakdown(comm_s=gather, activations_s=full / r.bw_bytes_s, overhead_s=KERNEL_LAUNCH_S)
 
 
-def engine_overhead(engine: EngineProfile, prefill: bool) -> Breakdown:
-    return Breakdown(overhead_s=engine.prefill_overhead_s if prefill else engine.step_overhead_s)
+def engine_overhead(
+    engine: EngineProfile,
+    prefill: bool,
+    requests: float = 0.0,
+    device_s: float = 0.0,
+    s_per_request: float | None = None,
+) -> Breakdown:
+    """Host time a pass exposes: the engine's fixed time per pass, plus its per-request host
+    work for `requests` requests (`s_per_request`, default EngineProfile.host_s_per_seq; the
+    caller scales it to its host with constants.host_s_per_request), all of it, or under an
+    overlap scheduler only what exceeds the `device_s` seconds the GPU spends on the pass."""
+    fixed = engine.prefill_overhead_s if prefill else engine.step_overhead_s
+    per = engine.host_s_per_seq if s_per_request is None else s_per_request
+    host = per * max(requests, 0.0)
+    exposed = max(0.0, host - device_s) if engine.host_overlap else host
+    return Breakdown(overhead_s=fixed + exposed)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from flopwise.plan.infer.comm import node_gpus
+from flopwise.plan.infer.constants import host_s_per_request
 from flopwise.plan.infer.context import Context
 from flopwise.plan.infer.latency import Breakdown, Pass, engine_overhead, stage_pass_time
 from flopwise.plan.infer.shard import mean_decode_keys, prefill_pairs
@@ -34,19 +35,30 @@ def _p2p_s(ctx: Context, tokens: float) -> float:
 
 
 def pipelined(
-    ctx: Context, make_pass: Callable[[float], Pass], seqs: float, prefill: bool
+    ctx: Context,
+    make_pass: Callable[[float], Pass],
+    seqs: float,
+    prefill: bool,
+    requests: float | None = None,
 ) -> Phase:
     """Run `seqs` sequences through the pipeline in min(pp, seqs) micro-batches.
 
     Prefill latency is (microbatches + pp - 1) stage times; a decode round in steady state keeps
-    every stage busy and lasts max(microbatches, pp) stage times.
+    every stage busy and lasts max(microbatches, pp) stage times. The engine's host time is
+    charged for `requests` requests (default `seqs`), split over attention-DP ranks, each of
+    which runs its own executor.
     """
     pp = ctx.job.pp
     mb = max(1, min(pp, math.floor(seqs)))
     stage = stage_pass_time(ctx.shard, make_pass(seqs / mb), ctx.hw, ctx.rates, ctx.engine)
     stages = (mb + pp - 1) if prefill else max(mb, pp)
     p2p = Breakdown(comm_s=(pp - 1) * _p2p_s(ctx, make_pass(seqs / mb).tokens))
-    total = stage.scaled(stages) + p2p + engine_overhead(ctx.engine, prefill)
+    device = stage.scaled(stages) + p2p
+    per_executor = (seqs if requests is None else requests) / ctx.shard.attn_dp
+    per_request = host_s_per_request(ctx.engine, ctx.hw.id)
+    total = device + engine_overhead(
+        ctx.engine, prefill, per_executor, device.total_s, s_per_request=per_request
+    )
     return Phase(
         time_s=total.total_s,
         breakdown=total,
@@ -96,4 +108,5 @@ def decode_phase(
             logits_rows=n * q_tokens + share / s,
         )
 
-    return pipelined(ctx, make, seqs, prefill=False)
+    # a prompt joining this step is one more request for the host to walk
+    return pipelined(ctx, make, seqs, prefill=False, requests=seqs + prefill_per_step / s)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flopwise.plan.infer.comm import tp_comm_note
-from flopwise.plan.infer.constants import EngineProfile
+from flopwise.plan.infer.constants import EngineProfile, host_s_per_request
 from flopwise.plan.infer.context import Context
 from flopwise.plan.infer.job import InferJob, Precision
 from flopwise.plan.infer.memory import MemoryPlan
@@ -125,7 +125,19 @@ def utilisation(
 def assumptions_for(ctx: Context) -> list[str]:
     out = [
         f"engine class {ctx.engine.name}: {ctx.engine.step_overhead_s * 1e3:.2f} ms host time "
-        f"per decode step, decode attention at {ctx.engine.decode_attention_bw_fraction:.0%} "
+        "per decode step"
+        + (
+            f" plus {host_s_per_request(ctx.engine, ctx.hw.id) * 1e6:.1f} us per running "
+            "request on this host"
+            + (
+                " (overlapped with the GPU's step; only what exceeds it shows)"
+                if ctx.engine.host_overlap
+                else ""
+            )
+            if ctx.engine.host_s_per_seq
+            else ""
+        )
+        + f", decode attention at {ctx.engine.decode_attention_bw_fraction:.0%} "
         "of achievable bandwidth" + (f"; {ctx.engine.features}" if ctx.engine.features else ""),
         f"precision: {ctx.precision.mode} ({ctx.precision.weight} weights, {ctx.precision.kv} "
         f"KV cache, {ctx.precision.act} GEMMs)",

@@ -131,8 +131,9 @@ def test_the_plan_carries_its_deployment_record() -> None:
     r = run_cli(
         "plan", "infer", "llama-3.1-70b", "-a", "b200", "--weight-dtype", "fp4",
         "--kv-dtype", "fp8", "--num-requests", "1500", "--input-len", "2048",
-        "--output-len", "2048", "--engine", "tensorrt-llm", "--json",
+        "--output-len", "2048", "--engine", "tensorrt-llm-pytorch", "--json",
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     lines = [a for a in json.loads(r.stdout)["assumptions"] if "published runs of this" in a]
-    assert len(lines) == 1 and "b200/tensorrt-llm/dense/fp4" in lines[0]
+    # the B200 tables ran TensorRT-LLM 1.0's PyTorch backend: their record is under its class
+    assert len(lines) == 1 and "b200/tensorrt-llm-pytorch/dense/fp4" in lines[0]

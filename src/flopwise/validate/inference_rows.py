@@ -300,6 +300,8 @@ def _precision(label: str) -> tuple[str, str, str] | None:
 
 def _engine(label: str) -> str | None:
     text = label.lower()
+    if "tensorrt-llm" in text and "pytorch backend" in text:
+        return "tensorrt-llm-pytorch"  # trtllm-bench --backend pytorch (the 1.0 tables)
     for key, name in (("tensorrt-llm", "tensorrt-llm"), ("sglang", "sglang"), ("vllm", "vllm")):
         if key in text:
             return name

@@ -348,6 +348,14 @@ def host_s_per_request(engine: EngineProfile, accelerator_id: str) -> float:
 #: 2026-05, Llama-3.1-8B FP8 on B200 at concurrency 64, from nsys traces).
 TRTLLM_PYTORCH_STEP_OVERHEAD_S = 580e-6
 
+#: What both TensorRT-LLM profiles do around the kernels (the runtime named in each profile).
+_TRTLLM_FEATURES = (
+    "in-flight batching (context and generation requests in one forward pass); paged KV "
+    "cache; GUARANTEED_NO_EVICT admission; FP8 KV cache with FP8 quantization; chunked "
+    "context optional (enable_chunked_context); custom one-/two-shot all-reduce inside NVLink; "
+    "Llama 4's chunked attention in context requests only"
+)
+
 _TRTLLM_PYTORCH_SRC = (
     "TensorRT-LLM PyTorch backend (the default from 1.0; trtllm-bench --backend pytorch): the "
     "C++ profile's kernels, memory and batching, with a Python executor (PyExecutor) whose "
@@ -408,11 +416,9 @@ _PROFILES: tuple[EngineProfile, ...] = (
         attention_dp_whole_dense=True,
         chunked_attention_in_decode=False,
         features=(
-            "in-flight batching in the C++ batch manager (context and generation "
-            "requests in one forward pass); paged KV cache; GUARANTEED_NO_EVICT "
-            "admission; FP8 KV cache with FP8 quantization; chunked context optional "
-            "(enable_chunked_context); custom one-/two-shot all-reduce inside NVLink; "
-            "Llama 4's chunked attention in context requests only"
+            "the C++ runtime of the 0.x releases (trtllm-build engines; TensorRT-LLM runs "
+            "its PyTorch backend by default from 1.0: --engine tensorrt-llm-pytorch); "
+            + _TRTLLM_FEATURES
         ),
     ),
     EngineProfile(
@@ -469,9 +475,9 @@ def _trtllm_pytorch(cpp: EngineProfile) -> EngineProfile:
         host_s_per_seq=TRTLLM_PYTORCH_HOST_S_PER_SEQ,
         host_overlap=True,
         source=_TRTLLM_PYTORCH_SRC,
-        features=cpp.features
-        + "; PyTorch backend: Python executor with an overlap scheduler (host work for the "
-        "next step runs beside the GPU's step, and bounds it once the batch is large)",
+        features="PyTorch backend (TensorRT-LLM's default from 1.0): a Python executor with an "
+        "overlap scheduler (host work for the next step runs beside the GPU's step, and bounds "
+        "it once the batch is large); " + _TRTLLM_FEATURES,
     )
 
 

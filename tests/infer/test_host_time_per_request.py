@@ -5,6 +5,7 @@ The C++ runtime's profile (``tensorrt-llm``) keeps a fixed host time per step.""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -137,6 +138,16 @@ def test_cli_names_the_backend_and_refuses_an_unknown_engine() -> None:
     )  # fmt: skip
     assert ok.returncode == 0, ok.stderr
     assert "per running request" in ok.stdout
+    js = run_cli(
+        "plan", "infer", "llama-3.1-8b", "--accelerator", "h100-sxm", "--batch", "512",
+        "--input-len", "128", "--output-len", "128", "--engine", "trtllm-pytorch", "--json",
+    )  # fmt: skip
+    engine = json.loads(js.stdout)["engine"]
+    assert engine["name"] == "tensorrt-llm-pytorch" and engine["host_overlap"] is True
+    assert engine["host_s_per_seq"] == TRTLLM_PYTORCH_HOST_S_PER_SEQ  # as measured on Grace
+    assert engine["host_s_per_request"] == pytest.approx(
+        TRTLLM_PYTORCH_HOST_S_PER_SEQ / HOST_SPEEDUP_X86_OVER_GRACE
+    )
     bad = run_cli(
         "plan", "infer", "llama-3.1-8b", "--accelerator", "h100-sxm", "--engine", "trtllm-python"
     )

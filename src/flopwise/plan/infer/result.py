@@ -71,7 +71,11 @@ class InferPlan:
             "batch": self.batch,
             "job": self.job.to_dict(),
             "precision": self.precision.to_dict(),
-            "engine": self.engine.to_dict(),
+            "engine": {
+                **self.engine.to_dict(),
+                # the per-request host time on this deployment's host (host_s_per_seq is Grace's)
+                "host_s_per_request": host_s_per_request(self.engine, self.accelerator),
+            },
             "ttft_ms": self.ttft_s * 1e3,
             "tpot_ms": self.tpot_s * 1e3,
             "e2e_latency_s": self.e2e_latency_s,

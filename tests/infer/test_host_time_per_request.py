@@ -21,6 +21,7 @@ from flopwise.plan.infer.constants import (
     host_s_per_request,
 )
 from flopwise.plan.infer.latency import engine_overhead
+from flopwise.plan.infer.speculative import DraftConfig, expected_tokens_per_step
 from flopwise.validate.inference_rows import posed_rows
 from flopwise.workload import load_model
 
@@ -154,3 +155,24 @@ def test_cli_names_the_backend_and_refuses_an_unknown_engine() -> None:
     assert bad.returncode != 0
     assert "Traceback" not in bad.stderr
     assert "tensorrt-llm-pytorch" in bad.stderr
+
+
+def test_a_draft_model_pays_the_host_once_per_iteration() -> None:
+    # speculative decoding: k draft steps and one verify step make one executor iteration, so the
+    # per-request host time is not charged k + 1 times
+    target, draft = load_model("llama-3.1-70b"), DraftConfig(model=load_model("llama-3.1-8b"))
+    hw = hardware_from_catalog("gb200")
+
+    def spec_tpot(engine: str) -> float:
+        job = InferJob(
+            input_len=128, output_len=128, batch=1024, tp=4, weight_dtype="fp8",
+            kv_dtype="fp8", engine=engine,
+        )  # fmt: skip
+        plan = plan_inference(target, hw, job, draft=draft)
+        return float(plan.to_dict()["speculative"]["tpot_ms"]) / 1e3
+
+    k = draft.tokens
+    host = 1024 * TRTLLM_PYTORCH_HOST_S_PER_SEQ  # 30 ms per iteration on Grace
+    extra = spec_tpot("tensorrt-llm-pytorch") - spec_tpot("tensorrt-llm")
+    per_iteration = extra * expected_tokens_per_step(draft.acceptance, k)
+    assert per_iteration < 1.05 * (host + PYT.step_overhead_s)

@@ -105,9 +105,12 @@ def add_speculation(ctx: Context, plan: InferPlan, draft: DraftConfig) -> InferP
         rates=make_rates(
             ctx.hw, ctx.engine, ctx.precision.act, ctx.precision.weight, draft.model, job.input_len
         ),
+        # the draft's steps run inside the engine's iteration: its host time (fixed and per
+        # request) is paid once, in the verify step below
+        engine=replace(ctx.engine, step_overhead_s=0.0, host_s_per_seq=0.0),
     )
     k = draft.tokens
-    draft_step = decode_phase(d_ctx, batch).time_s - ctx.engine.step_overhead_s
+    draft_step = decode_phase(d_ctx, batch).time_s
     verify = decode_phase(ctx, batch, q_tokens=k + 1).time_s
     expected = expected_tokens_per_step(draft.acceptance, k)
     tpot = (k * draft_step + verify) / expected

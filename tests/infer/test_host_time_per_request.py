@@ -61,15 +61,19 @@ def test_grace_hosts_take_the_measured_time_and_x86_hosts_less() -> None:
 def test_overlapped_host_time_shows_only_beyond_the_gpu_step() -> None:
     host = 1000 * TRTLLM_PYTORCH_HOST_S_PER_SEQ  # 29.4 ms for 1,000 requests
     fixed = PYT.step_overhead_s
-    assert engine_overhead(PYT, False, 1000, device_s=0.050).overhead_s == pytest.approx(fixed)
-    assert engine_overhead(PYT, False, 1000, device_s=0.010).overhead_s == pytest.approx(
+    assert engine_overhead(PYT, False, "gb200", 1000, device_s=0.050).overhead_s == pytest.approx(
+        fixed
+    )
+    assert engine_overhead(PYT, False, "gb200", 1000, device_s=0.010).overhead_s == pytest.approx(
         fixed + host - 0.010
     )
     serial = replace(PYT, host_overlap=False)
-    assert engine_overhead(serial, False, 1000, device_s=0.050).overhead_s == pytest.approx(
-        fixed + host
+    assert engine_overhead(
+        serial, False, "gb200", 1000, device_s=0.050
+    ).overhead_s == pytest.approx(fixed + host)
+    assert (
+        engine_overhead(CPP, False, "gb200", 1000, device_s=0.010).overhead_s == CPP.step_overhead_s
     )
-    assert engine_overhead(CPP, False, 1000, device_s=0.010).overhead_s == CPP.step_overhead_s
 
 
 def _tpot(model: str, engine: str, batch: int, acc: str = "h100-sxm") -> float:

@@ -30,6 +30,7 @@ from flopwise.plan.infer.constants import (
     RIDGE_SMOOTHING_P,
     SCALED_GEMM_DTYPES,
     EngineProfile,
+    host_s_per_request,
 )
 from flopwise.plan.infer.moe_kernels import routing_cost
 from flopwise.plan.infer.shard import Shard, expected_distinct_experts
@@ -409,16 +410,15 @@ def _logits_gather_and_sample(
 def engine_overhead(
     engine: EngineProfile,
     prefill: bool,
+    accelerator_id: str,
     requests: float = 0.0,
     device_s: float = 0.0,
-    s_per_request: float | None = None,
 ) -> Breakdown:
     """Host time a pass exposes: the engine's fixed time per pass, plus its per-request host
-    work for `requests` requests (`s_per_request`, default EngineProfile.host_s_per_seq; the
-    caller scales it to its host with constants.host_s_per_request), all of it, or under an
-    overlap scheduler only what exceeds the `device_s` seconds the GPU spends on the pass."""
+    work for `requests` requests on the host of `accelerator_id` (constants.host_s_per_request),
+    all of it, or under an overlap scheduler only what exceeds the `device_s` seconds the GPU
+    spends on the pass."""
     fixed = engine.prefill_overhead_s if prefill else engine.step_overhead_s
-    per = engine.host_s_per_seq if s_per_request is None else s_per_request
-    host = per * max(requests, 0.0)
+    host = host_s_per_request(engine, accelerator_id) * max(requests, 0.0)
     exposed = max(0.0, host - device_s) if engine.host_overlap else host
     return Breakdown(overhead_s=fixed + exposed)

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from flopwise.plan.infer.comm import node_gpus
-from flopwise.plan.infer.constants import host_s_per_request
 from flopwise.plan.infer.context import Context
 from flopwise.plan.infer.latency import Breakdown, Pass, engine_overhead, stage_pass_time
 from flopwise.plan.infer.shard import mean_decode_keys, prefill_pairs
@@ -55,10 +54,7 @@ def pipelined(
     p2p = Breakdown(comm_s=(pp - 1) * _p2p_s(ctx, make_pass(seqs / mb).tokens))
     device = stage.scaled(stages) + p2p
     per_executor = (seqs if requests is None else requests) / ctx.shard.attn_dp
-    per_request = host_s_per_request(ctx.engine, ctx.hw.id)
-    total = device + engine_overhead(
-        ctx.engine, prefill, per_executor, device.total_s, s_per_request=per_request
-    )
+    total = device + engine_overhead(ctx.engine, prefill, ctx.hw.id, per_executor, device.total_s)
     return Phase(
         time_s=total.total_s,
         breakdown=total,

@@ -126,21 +126,22 @@ def utilisation(
     return mfu, mbu, peak, bw
 
 
+def _host_time_words(engine: EngineProfile, accelerator_id: str) -> str:
+    """The engine's host time per decode step, in words, on the host of `accelerator_id`."""
+    words = f"{engine.step_overhead_s * 1e3:.2f} ms host time per decode step"
+    if engine.host_s_per_seq:
+        words += (
+            f" plus {host_s_per_request(engine, accelerator_id) * 1e6:.1f} us per running "
+            "request on this host"
+        )
+        if engine.host_overlap:
+            words += " (overlapped with the GPU's step; only what exceeds it shows)"
+    return words
+
+
 def assumptions_for(ctx: Context) -> list[str]:
     out = [
-        f"engine class {ctx.engine.name}: {ctx.engine.step_overhead_s * 1e3:.2f} ms host time "
-        "per decode step"
-        + (
-            f" plus {host_s_per_request(ctx.engine, ctx.hw.id) * 1e6:.1f} us per running "
-            "request on this host"
-            + (
-                " (overlapped with the GPU's step; only what exceeds it shows)"
-                if ctx.engine.host_overlap
-                else ""
-            )
-            if ctx.engine.host_s_per_seq
-            else ""
-        )
+        f"engine class {ctx.engine.name}: {_host_time_words(ctx.engine, ctx.hw.id)}"
         + f", decode attention at {ctx.engine.decode_attention_bw_fraction:.0%} "
         "of achievable bandwidth" + (f"; {ctx.engine.features}" if ctx.engine.features else ""),
         f"precision: {ctx.precision.mode} ({ctx.precision.weight} weights, {ctx.precision.kv} "

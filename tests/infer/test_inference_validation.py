@@ -65,6 +65,49 @@ def test_errors_are_reported_by_weight_precision_and_replica_size() -> None:
     assert regimes["16-bit, multi-GPU"]["bias_pct"] == pytest.approx(sum(multi16) / len(multi16))
 
 
+def test_static_batch_bands_bound_the_batch() -> None:
+    from dataclasses import replace
+
+    from flopwise.validate.inference import static_batch_band
+    from flopwise.validate.inference_rows import PosedRow
+
+    row = PosedRow(
+        id="x", family="f", model="llama-3.1-8b", accelerator="h100-sxm", system=None,
+        input_len=128, output_len=128, batch=1, tp=1, gpus=1, weight_dtype="fp8",
+        kv_dtype="fp8", engine="vllm",
+    )  # fmt: skip
+    bands = {b: static_batch_band(replace(row, batch=b)) for b in (1, 4, 5, 32, 33, 128, 129)}
+    assert bands == {
+        1: "1-4",
+        4: "1-4",
+        5: "5-32",
+        32: "5-32",
+        33: "33-128",
+        128: "33-128",
+        129: ">128",
+    }
+    # an offline run of N requests and --batch max are not one static batch
+    assert static_batch_band(replace(row, batch=64, num_requests=3000)) is None
+    assert static_batch_band(replace(row, batch=None)) is None
+
+
+def test_errors_are_reported_by_static_batch() -> None:
+    doc = _doc()
+    groups = doc["by_static_batch"]
+    names = [g["static_batch"] for g in groups]
+    # reported in batch order, every band of AMD's latency tables (batch 1-128) present
+    assert names[:3] == ["1-4", "5-32", "33-128"]
+    # the bands partition exactly the rows posed as one static batch (--batch N, no requests)
+    static = [
+        r["error_out_of_sample_pct"]
+        for r in doc["rows"]
+        if "--num-requests" not in r["command"] and "--batch " in r["command"]
+        if "--batch max" not in r["command"]
+    ]
+    assert sum(g["n"] for g in groups) == len(static) > 0
+    assert sum(g["bias_pct"] * g["n"] for g in groups) == pytest.approx(sum(static))
+
+
 def test_out_of_sample_refits_only_what_is_fitted() -> None:
     from flopwise.validate.inference import FITTED_CONSTANTS
 

@@ -471,6 +471,7 @@ def show_inference_validation(rep: dict[str, Any], rows: bool = False) -> None:
         ("by_family", "family", "family"),
         ("by_accelerator", "accelerator", "accelerator"),
         ("by_regime", "regime", "weight precision and replica size"),
+        ("by_static_batch", "static_batch", "static batch (rows run as one batch)"),
     ):
         if not rep.get(key):
             continue

@@ -299,10 +299,30 @@ class InferenceValidation:
     interval_coverage_pct: float | None
     posed: int
 
-    def _groups(self, key: Callable[[ScoredRow], str], name: str) -> list[dict[str, Any]]:
-        oos = by_group(self.rows, key, lambda s: s.error_oos_pct)
-        ins = {g.group: g.summary for g in by_group(self.rows, key, lambda s: s.error_pct)}
+    def _groups(
+        self,
+        key: Callable[[ScoredRow], str],
+        name: str,
+        rows: Sequence[ScoredRow] | None = None,
+    ) -> list[dict[str, Any]]:
+        scored = self.rows if rows is None else rows
+        oos = by_group(scored, key, lambda s: s.error_oos_pct)
+        ins = {g.group: g.summary for g in by_group(scored, key, lambda s: s.error_pct)}
         return [{**g.to_dict(name), "in_sample": ins[g.group].to_dict()} for g in oos]
+
+    def _by_static_batch(self) -> list[dict[str, Any]]:
+        """Rows that ran one static batch to the end, grouped by the batch's band."""
+        static = [s for s in self.rows if static_batch_band(s.target.row) is not None]
+        groups = self._groups(
+            lambda s: static_batch_band(s.target.row) or "", "static_batch", static
+        )
+        order = [name for _, name in STATIC_BATCH_BANDS]
+        return sorted(
+            groups,
+            key=lambda g: (
+                order.index(g["static_batch"]) if g["static_batch"] in order else len(order)
+            ),
+        )
 
     def _unseen(self) -> dict[str, Any]:
         """Rows of the families added after the planner's modelling choices (UNSEEN_FAMILIES):
@@ -338,6 +358,7 @@ class InferenceValidation:
             "by_accelerator": self._groups(lambda s: s.target.row.accelerator, "accelerator"),
             "by_metric": self._groups(lambda s: s.target.metric, "metric"),
             "by_regime": self._groups(lambda s: serving_regime(s.target.row), "regime"),
+            "by_static_batch": self._by_static_batch(),
             "unseen": self._unseen(),
             "interval_coverage_pct": self.interval_coverage_pct,
             "fitted": self.fitted,
@@ -355,6 +376,25 @@ def serving_regime(row: PosedRow) -> str:
     so validate reports them apart.
     """
     return f"{weight_class(row.weight_dtype)}, {'1 GPU' if row.gpus == 1 else 'multi-GPU'}"
+
+
+#: Upper ends of the batch bands ``by_static_batch`` reports. A static batch (one batch of
+#: prompts run to the end: AMD's vLLM latency tables, TensorRT-LLM 0.9's static-batching
+#: tables) shows how the error moves with the number of sequences in a step; on AMD's tables the
+#: plan runs slow at batch 1 and fast at 128 (docs/inference-validation.md), so validate reports
+#: those rows by band.
+STATIC_BATCH_BANDS: tuple[tuple[int, str], ...] = ((4, "1-4"), (32, "5-32"), (128, "33-128"))
+
+
+def static_batch_band(row: PosedRow) -> str | None:
+    """The band of a row's static batch ("1-4", "5-32", "33-128", ">128"); None for rows that
+    are not one static batch (an offline run of --num-requests, or --batch max)."""
+    if row.num_requests is not None or row.batch is None:
+        return None
+    for top, name in STATIC_BATCH_BANDS:
+        if row.batch <= top:
+            return name
+    return f">{STATIC_BATCH_BANDS[-1][0]}"
 
 
 def _family(t: Target) -> str:

@@ -2,8 +2,9 @@
 
 Each row of catalog/data/published/training_unseen.csv is one published pre-training throughput
 (tokens/s per GPU) with the layout the source states. flopwise poses the ``flopwise plan train``
-command a user would type for it (catalog model, ``--framework nemo``, the published TP/PP/CP/
-VP/EP, microbatch and global batch, ``--dtype`` and FP8 recipe) and compares like with like.
+command a user would type for it (catalog model, the row's framework (``--framework nemo``
+unless its ``framework`` cell names another), the published TP/PP/CP/VP/EP, microbatch and
+global batch, recompute where stated, ``--dtype`` and FP8 recipe) and compares like with like.
 
 Nothing is fitted to these rows and no modelling choice was made with them in view: they were
 read after the fitted constant was last changed, so every error here is out of sample. They are
@@ -45,7 +46,15 @@ PRECISION_FLAGS: dict[str, tuple[str, ...]] = {
     "MXFP8": ("--dtype", "fp8", "--fp8-recipe", "mxfp8"),
     "FP8 32x32": ("--dtype", "fp8", "--fp8-recipe", "mxfp8"),
     "NVFP4": ("--dtype", "fp8", "--fp8-recipe", "nvfp4"),
+    # torchao's float8 training recipes by their recipe names (Float8LinearConfig
+    # .from_recipe_name), as torchtitan runs them; "tensorwise" with float8 all-gather
+    "FP8 tensorwise": ("--dtype", "fp8", "--fp8-recipe", "tensorwise"),
+    "FP8 rowwise": ("--dtype", "fp8", "--fp8-recipe", "rowwise"),
+    "FP8 rowwise_with_gw_hp": ("--dtype", "fp8", "--fp8-recipe", "rowwise-gw-hp"),
 }
+
+#: Frameworks a row may name in its ``framework`` cell (empty: nemo, the Megatron-Bridge tables).
+FRAMEWORKS: tuple[str, ...] = ("nemo", "torchtitan")
 
 #: Fewest MoE rows that size an interval regime of their own.
 MIN_MOE_RESIDUALS = 5
@@ -87,12 +96,22 @@ def pose_argv(r: Row) -> list[str] | str:
     # Megatron-FSDP's optim_grads_params over the whole data-parallel group (FSDP > 0) is
     # ZeRO-3, not hybrid; otherwise the recipes' distributed optimizer, ZeRO-1
     sharding = ["--zero", "3", "--no-hsdp"] if fsdp else ["--zero", "1"]
+    framework = (r.get("framework") or "").strip() or "nemo"
+    if framework not in FRAMEWORKS:
+        return f"framework {framework}: not posed (posed: {', '.join(FRAMEWORKS)})"
     argv = [
         "-a", r["accelerator"], "--gpus", str(gpus), "--tokens", "1T",
         "--seq-len", r["seq_len"], "--global-batch-seqs", r["gbs"], *flags,
-        "--framework", "nemo", "--tp", str(tp), "--pp", str(pp), "--cp", str(cp),
+        "--framework", framework, "--tp", str(tp), "--pp", str(pp), "--cp", str(cp),
         "--dp", str(dp), "--microbatch", r["mbs"],
     ]  # fmt: skip
+    recompute = (r.get("recompute") or "").strip()
+    if recompute:
+        argv += ["--recompute", recompute]
+    if framework == "torchtitan" and "torch.compile" in r["notes"]:
+        # torchtitan compiles the loss with --training.compile (components/loss.py), as the
+        # June 2025 rows of validate --only training are posed (train_rows.py)
+        argv += ["--fused-loss"]
     vp = _cell(r, "vp")
     if vp and vp > 1:
         argv += ["--vpp", str(vp)]
@@ -210,8 +229,9 @@ class UnseenTrainingValidation:
             by_acc.setdefault(r.accelerator, []).append(r)
         return {
             "method": "each published run posed as `flopwise plan train` with its stated "
-            "layout (--framework nemo); nothing fitted to these rows and no modelling choice "
-            "made with them in view; in-sample rows (none so far) kept out of the first figure",
+            "layout and framework (--framework nemo for Megatron-Bridge's tables, torchtitan "
+            "for torchao's); nothing fitted to these rows and no modelling choice made with "
+            "them in view; in-sample rows (none so far) kept out of the first figure",
             "metric": "tokens/s per GPU",
             "out_of_sample": stats(oos),
             "by_class": {

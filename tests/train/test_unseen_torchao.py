@@ -1,0 +1,96 @@
+"""Published torchtitan runs no constant was fitted to: torchao's float8 training benchmarks.
+
+Source: pytorch/ao torchao/float8/README.md at commit 9519bebb, "Training benchmarks": Llama 3
+8B on one node of 8 x H100 (torch 2.7.0a0, torchao 0.10.0, torchtitan 0.0.2) and 8 x MI300X
+(torch 2.9.0.dev ROCm 6.4, torchao 0.13.0), batch 1 per rank, sequence 8192, torch.compile,
+FSDP2, per-op selective activation checkpointing; bf16 and torchao's float8 recipes. Shipped in
+catalog/data/published/training_unseen.csv (framework torchtitan, recompute op) and scored by
+`flopwise validate --only training-unseen`. Added 2026-11-25 after the last change to the
+training step model; nothing was changed after reading them.
+
+Measured 2026-11-25 on this code (tokens/s per GPU, plan vs published): H100 bf16 +12.3%,
+tensorwise +16.0%, rowwise +20.9%; MI300X bf16 +42.5%, tensorwise +85.1%, rowwise_with_gw_hp
++58.7%, rowwise +78.7%, none inside its 80% interval. MI300X has no validated training runs (its
+sustained fraction is the default, ASSUMED in the plan) and no published FP8 matmul rate (its
+FP8 ceiling stands in from its bf16 one): the plan's FP8 speedup there (+49% tensorwise) is
+three times the published one (+14.7%). Those errors are reported, not asserted away; what is
+asserted is the posing and, on H100, where both ceilings are measured, the recipes' speedups.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from flopwise.validate.unseen_training import (
+    UnseenTrainingValidation,
+    load_unseen_training_runs,
+    pose_argv,
+    validate_unseen_training,
+)
+
+#: Stated tolerance on a published FP8/bf16 speedup ratio of the same job on the same GPUs.
+SPEEDUP_TOLERANCE = 0.10
+
+
+@pytest.fixture(scope="module")
+def unseen() -> UnseenTrainingValidation:
+    return validate_unseen_training()
+
+
+def _torchao(unseen: UnseenTrainingValidation) -> dict[str, object]:
+    return {r.row.id: r for r in unseen.rows if r.row.id.startswith("torchao_")}
+
+
+def test_every_torchao_row_is_scored_out_of_sample(unseen: UnseenTrainingValidation) -> None:
+    rows = _torchao(unseen)
+    published = [r["id"] for r in load_unseen_training_runs() if r["id"].startswith("torchao_")]
+    assert sorted(rows) == sorted(published) and len(published) == 7
+    assert all(not r.in_sample for r in rows.values())  # type: ignore[attr-defined]
+    ids = {r["id"] for r in unseen.to_dict()["rows"]}
+    assert set(published) <= ids
+
+
+def test_rows_are_posed_as_torchtitan_runs() -> None:
+    recipes = {
+        "BF16": None,
+        "FP8 tensorwise": "tensorwise",
+        "FP8 rowwise": "rowwise",
+        "FP8 rowwise_with_gw_hp": "rowwise-gw-hp",
+    }
+    for r in load_unseen_training_runs():
+        if not r["id"].startswith("torchao_"):
+            continue
+        argv = pose_argv(r)
+        assert isinstance(argv, list), argv
+        flag = dict(zip(argv[::2], argv[1::2], strict=False))
+        assert argv[argv.index("--framework") + 1] == "torchtitan"
+        assert argv[argv.index("--recompute") + 1] == "op"  # per-op SAC
+        assert argv[argv.index("--zero") + 1] == "3"  # FSDP2 over the 8 GPUs
+        assert argv[argv.index("--dp") + 1] == "8" and "--fused-loss" in argv  # torch.compile
+        recipe = recipes[r["precision"]]
+        if recipe is None:
+            assert argv[argv.index("--dtype") + 1] == "bf16" and "--fp8-recipe" not in argv
+        else:
+            assert argv[argv.index("--fp8-recipe") + 1] == recipe
+        assert flag.get("-a") in ("h100-sxm", "mi300x")
+
+
+def test_an_unknown_framework_is_refused_with_its_reason() -> None:
+    row = next(r for r in load_unseen_training_runs() if r["id"].startswith("torchao_"))
+    assert pose_argv({**row, "framework": "maxtext"}) == (
+        "framework maxtext: not posed (posed: nemo, torchtitan)"
+    )
+
+
+def test_h100_fp8_speedups_match_the_publication(unseen: UnseenTrainingValidation) -> None:
+    rows = _torchao(unseen)
+    base = rows["torchao_h100_llama38b_bf16"]
+    for rid in ("torchao_h100_llama38b_fp8tw", "torchao_h100_llama38b_fp8rw"):
+        r = rows[rid]
+        published = r.row.measured / base.row.measured  # type: ignore[attr-defined]
+        planned = r.row.predicted / base.row.predicted  # type: ignore[attr-defined]
+        # 1.250 and 1.101 published; 1.291 and 1.184 planned when added
+        assert planned == pytest.approx(published, rel=SPEEDUP_TOLERANCE), rid
+    # and the order of the recipes: tensorwise (float8 all-gather) > rowwise > bf16
+    tw, rw = rows["torchao_h100_llama38b_fp8tw"], rows["torchao_h100_llama38b_fp8rw"]
+    assert tw.row.predicted > rw.row.predicted > base.row.predicted  # type: ignore[attr-defined]

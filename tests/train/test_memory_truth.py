@@ -11,7 +11,7 @@ import pytest
 
 from conftest import run_cli
 from flopwise.hardware import hardware_from_catalog
-from flopwise.plan.sustained import SUSTAINED_COMPUTE_FRACTION_DEFAULT
+from flopwise.plan.sustained import FRACTION_FITTED_ON_UNSEEN, SUSTAINED_COMPUTE_FRACTION_DEFAULT
 from flopwise.plan.train import Layout, LayoutConstraints, TrainJob, plan_training
 from flopwise.plan.train.context import ModelContext
 from flopwise.plan.train.memory import (
@@ -174,10 +174,18 @@ def _assumed(*args: str) -> dict[str, dict[str, object]]:
 
 
 def test_default_compute_fraction_is_shown_where_no_runs_calibrated_it() -> None:
-    a = _assumed("plan", "train", "llama-3.1-8b", "-a", "mi300x", "--gpus", "8", "--tokens", "1T")
+    a = _assumed("plan", "train", "llama-3.1-8b", "-a", "gaudi3", "--gpus", "8", "--tokens", "1T")
     assert a["sustained_compute_fraction"]["value"] == SUSTAINED_COMPUTE_FRACTION_DEFAULT
     h = _assumed("plan", "train", "llama-3.1-8b", "-a", "h100-sxm", "--gpus", "8", "--tokens", "1T")
     assert "sustained_compute_fraction" not in h
+    # a die whose fraction rests on one published run outside the training families (MI300X's
+    # CDNA3: plan/sustained.py FRACTION_FITTED_ON_UNSEEN) still lists it, with that run named
+    m = _assumed("plan", "train", "llama-3.1-8b", "-a", "mi300x", "--gpus", "8", "--tokens", "1T")
+    entry = m["sustained_compute_fraction"]
+    assert (
+        entry["value"] == FRACTION_FITTED_ON_UNSEEN["cdna3"] != SUSTAINED_COMPUTE_FRACTION_DEFAULT
+    )
+    assert "torchao_mi300x_llama38b_bf16" in str(entry["source"])
 
 
 def test_default_node_type_is_shown_only_without_system() -> None:

@@ -87,10 +87,35 @@ SUSTAINED_COMPUTE_FRACTION: dict[str, float] = {
     "tpu-v6e": 0.73,
 }
 
+#: Dies no source family of `validate --only training` ran on, whose fraction is fitted on the
+#: runs of `validate --only training-unseen` marked in sample (FRACTION_FIT_ROWS), by the same
+#: rule (the 0.005-grid value with the least mean absolute log error). Its out-of-sample error
+#: is everything else that runs on the die: that section's other rows on it and every serving
+#: row, whose GEMMs run at the same fraction (plan/infer/latency.py make_rates) and which never
+#: enter a fit. `validate --only training-unseen` refits it and reports both (`fraction_fits`).
+#: cdna3 (MI300X, MI325X): torchao's torchtitan Llama 3 8B in bf16 on 8 x MI300X (FSDP2, per-op
+#: selective checkpointing, torch.compile; 5,376.5 tokens/s per GPU, pytorch/ao
+#: torchao/float8/README.md at 9519bebb), fitted 2026-11-25: 0.53 of the die's MAMF (668 TFLOPS
+#: bf16 in the ml-engineering table, measured with PyTorch's TunableOp on), where GPU dies with
+#: runs keep 0.725-0.80. What it absorbs is not separated by any source read: the 750 W cap's
+#: clocks, hipBLASLt's default kernels against TunableOp's tuned ones, and RCCL sharing the
+#: compute units. Out of sample when fitted: the 320 AMD vLLM serving rows 16.4% -> 10.3% MAPE
+#: (bias +13.7% -> +3.6%), every serving row 12.34% -> 11.32%; the three MI300X float8 rows of
+#: the same table +59...+85% -> +13...+33% (their FP8 ceiling is still a stand-in: gemm_ceiling
+#: MAMF_STAND_INS). One run is thin fit data: plans on these dies list the value under ASSUMED
+#: and take the intervals of a die without validated runs.
+FRACTION_FITTED_ON_UNSEEN: dict[str, float] = {"cdna3": 0.53}
+
+#: The training-unseen rows each FRACTION_FITTED_ON_UNSEEN value is fitted on (marked in sample).
+FRACTION_FIT_ROWS: dict[str, tuple[str, ...]] = {"cdna3": ("torchao_mi300x_llama38b_bf16",)}
+
 #: Die of each accelerator-id prefix: the unit the fraction is fitted per. A part of the same
 #: die run at a lower power cap (Meta's Grand Teton H100 at 500 W) shares its die's fraction
-#: and is slowed by efficiency.power_clock_factor.
+#: and is slowed by efficiency.power_clock_factor. MI325X is MI300X's CDNA3 die with more HBM at
+#: 1,000 W (its own MAMF is measured at that power).
 DIE_OF_PREFIX: dict[str, str] = {
+    "mi300x": "cdna3",
+    "mi325x": "cdna3",
     "a100": "ga100",
     "h100": "gh100",
     "h200": "gh100",
@@ -110,9 +135,10 @@ def fraction_group(accelerator_id: str) -> str:
 
 def sustained_compute_fraction(accelerator_id: str) -> float:
     """The sustained-compute fraction for an accelerator id (its die's, else the default)."""
-    return SUSTAINED_COMPUTE_FRACTION.get(
-        fraction_group(accelerator_id), SUSTAINED_COMPUTE_FRACTION_DEFAULT
-    )
+    group = fraction_group(accelerator_id)
+    if group in SUSTAINED_COMPUTE_FRACTION:
+        return SUSTAINED_COMPUTE_FRACTION[group]
+    return FRACTION_FITTED_ON_UNSEEN.get(group, SUSTAINED_COMPUTE_FRACTION_DEFAULT)
 
 
 def has_calibrated_compute_fraction(accelerator_id: str) -> bool:
@@ -138,10 +164,17 @@ def sustained_fraction_fallback(hw: Hardware, value: float) -> dict[str, dict[st
     it has one): the default fitted over every published run stands in for it."""
     if has_calibrated_compute_fraction(hw.id):
         return {}
-    return {
-        "sustained_compute_fraction": {
-            "value": value,
-            "source": f"no validated training runs on {hw.id}'s die: the fraction fitted "
-            "over all published runs (plan/sustained.py SUSTAINED_COMPUTE_FRACTION_DEFAULT)",
-        }
-    }
+    group = fraction_group(hw.id)
+    if group in FRACTION_FITTED_ON_UNSEEN:
+        runs = ", ".join(FRACTION_FIT_ROWS[group])
+        source = (
+            f"no validated training family on {hw.id}'s die ({group}): fitted on "
+            f"{len(FRACTION_FIT_ROWS[group])} published run(s) ({runs}; plan/sustained.py "
+            "FRACTION_FITTED_ON_UNSEEN), its error on other runs in `flopwise validate`"
+        )
+    else:
+        source = (
+            f"no validated training runs on {hw.id}'s die: the fraction fitted over all "
+            "published runs (plan/sustained.py SUSTAINED_COMPUTE_FRACTION_DEFAULT)"
+        )
+    return {"sustained_compute_fraction": {"value": value, "source": source}}

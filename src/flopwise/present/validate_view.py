@@ -325,10 +325,18 @@ def show_unseen_training_validation(rep: dict[str, Any]) -> None:
             f"(these MoE rows' 10th-90th percentile, n={moe['regime']['n']}); leave-one-out "
             f"coverage {'n/a' if loo is None else f'{loo:.0f}%'}"
         )
+    for die, fit in rep.get("fraction_fits", {}).items():
+        here = fit["out_of_sample_here"]
+        lines.append(
+            f"{die} sustained fraction {fit['shipped']:.3f} (refit {fit['refit']:.3f}) fitted on "
+            f"{', '.join(fit['fit_rows'])} (in-sample); the die's other runs here: "
+            f"{_stat_line('out of sample', here)}; serving rows on it: validate --only inference"
+        )
     lines.append(f"{len(rep['skipped'])} published rows not posed (reasons: --json)")
     out.print(
         table(
-            "Validation: training runs nothing was fitted to (tokens/s per GPU)",
+            "Validation: training runs nothing was fitted to (tokens/s per GPU; in-sample "
+            "rows marked)",
             ["id", "class", "published", "predicted", "80% range", "error"],
             rows_,
             caption="\n".join(lines),

@@ -19,12 +19,18 @@ cell) is listed with the reason: the CLI's own one-line error where there is one
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable
-from dataclasses import dataclass
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
 from flopwise.errors import FlopwiseError
+from flopwise.plan.sustained import (
+    FRACTION_FIT_ROWS,
+    FRACTION_FITTED_ON_UNSEEN,
+    fraction_group,
+)
 from flopwise.plan.train.interval import INTERVAL_LEVEL
 from flopwise.validate.common import SkippedRow, ValidationRow
 from flopwise.validate.scoring import quantile, summarize
@@ -184,6 +190,8 @@ def stats(rows: Iterable[UnseenTrainingRow]) -> dict[str, Any]:
 class UnseenTrainingValidation:
     rows: tuple[UnseenTrainingRow, ...]
     skipped: tuple[SkippedRow, ...]
+    #: plan/sustained.py FRACTION_FITTED_ON_UNSEEN, refitted and checked (fraction_fits)
+    fits: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def out_of_sample(self) -> tuple[UnseenTrainingRow, ...]:
@@ -247,10 +255,72 @@ class UnseenTrainingValidation:
                 "the dense one); the plans' MoE coverage above is in sample for it, the "
                 "leave-one-out figure is not",
             },
+            "fraction_fits": self.fits,
             "n": len(self.rows),
             "rows": [r.to_dict() for r in self.rows],
             "skipped": [s.to_dict() for s in self.skipped],
         }
+
+
+#: Range and step of the refit (plan/sustained.py fits every die on a 0.005 grid).
+FRACTION_FIT_RANGE: tuple[float, float] = (0.30, 1.20)
+FRACTION_FIT_STEP = 0.005
+
+
+def _predicted_per_gpu(r: Row, fraction: float) -> float:
+    from flopwise.validate.training import plan_command
+
+    argv = pose_argv(r)
+    if isinstance(argv, str):
+        raise FlopwiseError(f"fit row {r['id']} is not posed: {argv}")
+    plan = plan_command(r["model"], argv, compute_fraction=fraction)
+    return float(plan.tokens_per_s) / int(r["gpus"])
+
+
+def refit_fraction(rows: Sequence[Row]) -> float:
+    """The sustained fraction (0.005 steps) with the least mean absolute log error over `rows`,
+    the rule plan/sustained.py's training fit uses: a 0.05 scan, then 0.005 steps around its
+    best."""
+
+    def score(f: float) -> float:
+        return sum(
+            abs(math.log(_predicted_per_gpu(r, f) / float(r["measured_tokens_per_s_per_gpu"])))
+            for r in rows
+        )
+
+    lo, hi = FRACTION_FIT_RANGE
+    coarse = [round(lo + 0.05 * i, 3) for i in range(round((hi - lo) / 0.05) + 1)]
+    best = min(coarse, key=score)
+    fine = [
+        round(best + FRACTION_FIT_STEP * i, 3)
+        for i in range(-10, 11)
+        if lo <= best + FRACTION_FIT_STEP * i <= hi
+    ]
+    return min(fine, key=score)
+
+
+def fraction_fits(
+    runs: Sequence[Row], scored: Sequence[UnseenTrainingRow]
+) -> dict[str, dict[str, Any]]:
+    """Each FRACTION_FITTED_ON_UNSEEN die: the shipped value, the refit from its fit rows, and
+    the error of this section's other rows on the die (its out-of-sample check here; serving
+    rows on the die are the other, in `validate --only inference`)."""
+    out: dict[str, dict[str, Any]] = {}
+    by_id = {r["id"]: r for r in runs}
+    for die, shipped in FRACTION_FITTED_ON_UNSEEN.items():
+        fit_ids = FRACTION_FIT_ROWS[die]
+        others = [
+            s for s in scored if fraction_group(s.accelerator) == die and s.row.id not in fit_ids
+        ]
+        out[die] = {
+            "shipped": shipped,
+            "refit": refit_fraction([by_id[i] for i in fit_ids]),
+            "fit_rows": list(fit_ids),
+            "out_of_sample_here": stats(others) | {"rows": [s.row.id for s in others]},
+            "out_of_sample_elsewhere": "every serving row on the die (validate --only "
+            "inference, by_accelerator), whose GEMMs run at this fraction and which no fit sees",
+        }
+    return out
 
 
 def validate_unseen_training() -> UnseenTrainingValidation:
@@ -258,7 +328,8 @@ def validate_unseen_training() -> UnseenTrainingValidation:
 
     rows: list[UnseenTrainingRow] = []
     skipped: list[SkippedRow] = []
-    for r in load_unseen_training_runs():
+    runs = load_unseen_training_runs()
+    for r in runs:
         argv = pose_argv(r)
         if isinstance(argv, str):
             skipped.append(SkippedRow(r["id"], argv))
@@ -290,4 +361,5 @@ def validate_unseen_training() -> UnseenTrainingValidation:
                 interval=None if iv is None else (float(iv[0]) / gpus, float(iv[1]) / gpus),
             )
         )
-    return UnseenTrainingValidation(rows=tuple(rows), skipped=tuple(skipped))
+    fits = fraction_fits(runs, rows)
+    return UnseenTrainingValidation(rows=tuple(rows), skipped=tuple(skipped), fits=fits)

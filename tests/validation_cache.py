@@ -27,6 +27,7 @@ from flopwise.validate.inference import (
 from flopwise.validate.inference_rows import PosedRow, Unposed, posed_rows
 from flopwise.validate.intervals_fit import interval_doc
 from flopwise.validate.training import TrainingValidation, validate_training
+from flopwise.validate.unseen_training import UnseenTrainingValidation, validate_unseen_training
 
 
 @cache
@@ -64,3 +65,9 @@ def inference_interval_doc() -> dict[str, Any]:
 def training_validation() -> TrainingValidation:
     """What validate_training() returns."""
     return validate_training()
+
+
+@cache
+def unseen_training() -> UnseenTrainingValidation:
+    """validate_unseen_training() (with the CDNA3 fraction's refit), computed once."""
+    return validate_unseen_training()

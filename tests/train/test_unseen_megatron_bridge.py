@@ -34,6 +34,7 @@ from flopwise.validate.unseen_training import (
     pose_argv,
     validate_unseen_training,
 )
+from validation_cache import unseen_training
 
 #: Stated tolerance for one dense row: twice the training validation's out-of-sample MAPE (11.7%
 #: when set) rounded up; the largest dense error at the time of writing is 18.2%.
@@ -42,7 +43,7 @@ ROW_TOLERANCE = 0.25
 
 @pytest.fixture(scope="module")
 def unseen() -> UnseenTrainingValidation:
-    return validate_unseen_training()
+    return unseen_training()
 
 
 def _edition(unseen: UnseenTrainingValidation, prefix: str, moe: bool) -> list[Any]:

@@ -23,27 +23,25 @@ from __future__ import annotations
 
 import pytest
 
-from flopwise.validate.unseen_training import (
-    UnseenTrainingValidation,
-    load_unseen_training_runs,
-    pose_argv,
-    validate_unseen_training,
-)
+from flopwise.validate.unseen_training import UnseenTrainingValidation as Unseen
+from flopwise.validate.unseen_training import load_unseen_training_runs, pose_argv
+from validation_cache import unseen_training
 
 #: Stated tolerance on a published FP8/bf16 speedup ratio of the same job on the same GPUs.
 SPEEDUP_TOLERANCE = 0.10
 
 
-@pytest.fixture(scope="module")
-def unseen() -> UnseenTrainingValidation:
-    return validate_unseen_training()
+@pytest.fixture
+def unseen() -> Unseen:
+    """The section as `validate` computes it (shared with the other tests that read it)."""
+    return unseen_training()
 
 
-def _torchao(unseen: UnseenTrainingValidation) -> dict[str, object]:
+def _torchao(unseen: Unseen) -> dict[str, object]:
     return {r.row.id: r for r in unseen.rows if r.row.id.startswith("torchao_")}
 
 
-def test_every_torchao_row_is_scored_out_of_sample(unseen: UnseenTrainingValidation) -> None:
+def test_every_torchao_row_is_scored_out_of_sample(unseen: Unseen) -> None:
     rows = _torchao(unseen)
     published = [r["id"] for r in load_unseen_training_runs() if r["id"].startswith("torchao_")]
     assert sorted(rows) == sorted(published) and len(published) == 7
@@ -86,7 +84,7 @@ def test_an_unknown_framework_is_refused_with_its_reason() -> None:
     )
 
 
-def test_h100_fp8_speedups_match_the_publication(unseen: UnseenTrainingValidation) -> None:
+def test_h100_fp8_speedups_match_the_publication(unseen: Unseen) -> None:
     rows = _torchao(unseen)
     base = rows["torchao_h100_llama38b_bf16"]
     for rid in ("torchao_h100_llama38b_fp8tw", "torchao_h100_llama38b_fp8rw"):
@@ -100,7 +98,7 @@ def test_h100_fp8_speedups_match_the_publication(unseen: UnseenTrainingValidatio
     assert tw.row.predicted > rw.row.predicted > base.row.predicted  # type: ignore[attr-defined]
 
 
-def test_cdna3_fraction_is_the_refit_of_its_fit_run(unseen: UnseenTrainingValidation) -> None:
+def test_cdna3_fraction_is_the_refit_of_its_fit_run(unseen: Unseen) -> None:
     from flopwise.plan.sustained import (
         FRACTION_FIT_ROWS,
         FRACTION_FITTED_ON_UNSEEN,

@@ -9,8 +9,10 @@ global batch, recompute where stated, ``--dtype`` and FP8 recipe) and compares l
 Nothing is fitted to these rows and no modelling choice was made with them in view: they were
 read after the fitted constant was last changed, so every error here is out of sample. They are
 kept out of `validate --only training` (whose rows refit the compute fraction per held-out
-family) because they are the check on it: a row whose figure later shapes a modelling choice is
-marked ``in_sample`` in the CSV and kept out of the first figure, as in `validate --only online`.
+family) because they are the check on it: a row whose figure later shapes a modelling choice,
+or that is the fit run of a die no training family ran on (plan/sustained.py
+FRACTION_FITTED_ON_UNSEEN; refitted here, ``fraction_fits``), is marked ``in_sample`` in the
+CSV and kept out of the first figure, as in `validate --only online`.
 
 A row the planner cannot pose (a recipe it does not model, an uneven pipeline, a malformed source
 cell) is listed with the reason: the CLI's own one-line error where there is one.
@@ -238,8 +240,9 @@ class UnseenTrainingValidation:
         return {
             "method": "each published run posed as `flopwise plan train` with its stated "
             "layout and framework (--framework nemo for Megatron-Bridge's tables, torchtitan "
-            "for torchao's); nothing fitted to these rows and no modelling choice made with "
-            "them in view; in-sample rows (none so far) kept out of the first figure",
+            "for torchao's); nothing fitted to the out-of-sample rows and no modelling choice "
+            "made with them in view; in-sample rows (a choice made with them in view, or the "
+            "fit run of a die's fraction: fraction_fits) kept out of the first figure",
             "metric": "tokens/s per GPU",
             "out_of_sample": stats(oos),
             "by_class": {

@@ -102,11 +102,11 @@ class TrainPlan:
     @property
     def interval(self) -> StepInterval | None:
         """80% interval on the step time from out-of-sample validation residuals."""
-        from flopwise.plan.sustained import SUSTAINED_COMPUTE_FRACTION, fraction_group
+        from flopwise.plan.sustained import has_calibrated_compute_fraction
 
-        validated = fraction_group(self.hardware.id) in SUSTAINED_COMPUTE_FRACTION
+        # a die fitted by a training family (not one whose fraction rests on an unseen run)
         return step_interval(
-            validated,
+            has_calibrated_compute_fraction(self.hardware.id),
             self.job.framework != "generic",
             self.model.is_moe,
             attention_bound=is_attention_bound(self.attention_share),

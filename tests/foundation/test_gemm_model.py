@@ -14,9 +14,11 @@ from flopwise.plan.gemm import gemm_estimate
 from flopwise.plan.roofline import gemm_time_s
 
 
-def _h800_fp8(m: int, n: int, k: int, groups: int = 1) -> float:
+def _h800_fp8(m: int, n: int, k: int, groups: int = 1, grouped: bool = False) -> float:
     hw = hardware_from_catalog("h800")
-    return gemm_estimate(m, n, k, hw, "fp8", batch=groups, scaling="block128").tflops
+    return gemm_estimate(
+        m, n, k, hw, "fp8", batch=groups, scaling="block128", grouped=grouped
+    ).tflops
 
 
 def test_large_fp8_gemm_reaches_the_ceiling() -> None:
@@ -41,8 +43,8 @@ def test_rate_rises_with_k() -> None:
 
 
 def test_grouped_gemm_with_few_tokens_per_expert_is_slower() -> None:
-    few = _h800_fp8(256, 4096, 7168, groups=4)
-    many = _h800_fp8(8192, 4096, 7168, groups=4)
+    few = _h800_fp8(256, 4096, 7168, groups=4, grouped=True)
+    many = _h800_fp8(8192, 4096, 7168, groups=4, grouped=True)
     assert few < many
     # DeepGEMM masked grouped 4 x 256 rows: 932; contiguous 4 x 8192 rows: 1346; within 20%
     assert few == pytest.approx(932, rel=0.20)
@@ -81,7 +83,13 @@ def test_validate_matmul_scores_every_row_and_labels_the_in_sample_ones() -> Non
     doc = rep.to_dict()
     assert len(rep.rows) + len(rep.skipped) == len(published_matmul_rows()) == 65
     assert len(rep.skipped) <= 1
-    assert not any(r.in_sample for r in rep.rows if r.id.startswith("deepgemm_"))
+    # DeepGEMM's dense rows are out of sample; its grouped rows are GROUPED_GEMM_EFFICIENCY's
+    # fit rows, in sample and scored leave-one-out
+    deepgemm = [r for r in rep.rows if r.id.startswith("deepgemm_")]
+    assert not any(r.in_sample for r in deepgemm if not r.grouped)
+    assert all(r.in_sample for r in deepgemm if r.grouped)
+    assert sum(r.grouped for r in deepgemm) == 10
+    assert all(r.predicted_leave_one_out is not None for r in deepgemm if r.grouped)
     assert all(r.in_sample for r in rep.rows if r.id.startswith("mamf_master_"))
     assert doc["n"] == sum(1 for r in rep.rows if not r.in_sample)
     assert doc["in_sample"]["n"] + doc["n"] == len(rep.rows)
@@ -124,3 +132,25 @@ def test_fp4_gemms_pay_their_tail_wave_in_full() -> None:
     # a shape of whole waves loses nothing to the scheduler
     whole = gemm_estimate(128 * 4, 256 * 37, 8192, hw, "fp4", scaling="nvfp4")
     assert whole.shape_efficiency > 0.95
+
+
+def test_grouped_gemm_constant_is_what_its_rule_fits_on_its_rows() -> None:
+    """GROUPED_GEMM_EFFICIENCY is the refit of its own rule on DeepGEMM's grouped rows (a
+    hand-edited constant fails), it lowers the FLOP roof (a grouped kernel below the dense
+    model of the same shapes, as DeepGEMM's grouped tables ran), and its leave-one-out error
+    is reported beside the in-sample one."""
+    from flopwise.plan.gemm_constants import GROUPED_GEMM_EFFICIENCY
+    from flopwise.validate.matmul import validate_matmul
+
+    rep = validate_matmul()
+    fit = rep.to_dict()["grouped_fit"]
+    assert fit["refit"] == pytest.approx(GROUPED_GEMM_EFFICIENCY, abs=1e-9)
+    assert fit["shipped"] == GROUPED_GEMM_EFFICIENCY
+    assert 0.7 < GROUPED_GEMM_EFFICIENCY < 1.0
+    assert len(fit["fit_rows"]) == 10
+    # DeepGEMM's grouped rows: each within 20% once the constant is refitted without it
+    assert fit["leave_one_out"]["max_abs_error_pct"] < 20.0
+    assert fit["leave_one_out"]["mape_pct"] < 10.0
+    # the same shapes as one grouped kernel run slower than as a plain batch at the dense roof
+    compute_bound = (8192, 4096, 7168)
+    assert _h800_fp8(*compute_bound, groups=4, grouped=True) < _h800_fp8(*compute_bound, groups=4)

@@ -93,3 +93,30 @@ def test_the_routing_chain_weighs_more_as_tensor_parallelism_shrinks_the_experts
 
 def test_dense_models_do_not_change_with_the_moe_recipe() -> None:
     assert _decode_ms("llama-3.1-8b", 1) == pytest.approx(_decode_ms("llama-3.1-8b", 1, "generic"))
+
+
+def _prefill_ms(model: str) -> float:
+    job = InferJob(
+        input_len=4096, output_len=16, batch=8, tp=1, weight_dtype="fp8", kv_dtype="fp8",
+        engine="tensorrt-llm",
+    )  # fmt: skip
+    plan = plan_inference(load_model(model), hardware_from_catalog("h200-sxm"), job)
+    return plan.prefill.time_s * 1e3
+
+
+def test_expert_gemms_run_as_one_grouped_kernel_below_the_dense_roof(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a compute-bound MoE prefill slows by the grouped kernel's share of the dense FLOP roof
+    # (GROUPED_GEMM_EFFICIENCY, fitted on DeepGEMM's grouped GEMMs); a dense model does not
+    from flopwise.plan.gemm_constants import GROUPED_GEMM_EFFICIENCY
+    from flopwise.plan.infer import latency
+
+    grouped = {m: _prefill_ms(m) for m in ("mixtral-8x7b", "llama-3.1-8b")}
+    monkeypatch.setattr(latency, "GROUPED_GEMM_EFFICIENCY", 1.0)
+    dense_roof = {m: _prefill_ms(m) for m in ("mixtral-8x7b", "llama-3.1-8b")}
+    assert grouped["llama-3.1-8b"] == pytest.approx(dense_roof["llama-3.1-8b"])
+    slower = grouped["mixtral-8x7b"] / dense_roof["mixtral-8x7b"]
+    # the experts are most of Mixtral's prefill FLOPs, not all of its time
+    assert 1.0 < slower < 1.0 / GROUPED_GEMM_EFFICIENCY
+    assert slower > 1.0 + 0.5 * (1.0 / GROUPED_GEMM_EFFICIENCY - 1.0)

@@ -41,6 +41,7 @@ from flopwise.plan.efficiency import (
 from flopwise.plan.gemm_ceiling import bandwidth_bytes_per_s, ceiling_tflops, gpu_family
 from flopwise.plan.gemm_constants import (
     DATA_PARALLEL_DTYPES,
+    GROUPED_GEMM_EFFICIENCY,
     K_STAGE,
     KERNEL_FILL_DRAIN_S,
     OUTPUT_BYTES,
@@ -228,8 +229,14 @@ def gemm_estimate(
     batch: int = 1,
     weight_dtype: str | None = None,
     scaling: str | None = None,
+    grouped: bool = False,
+    grouped_efficiency: float = GROUPED_GEMM_EFFICIENCY,
 ) -> GemmEstimate:
-    """Predicted time of `batch` GEMMs (m x k) @ (k x n), each with its own (k x n) weights."""
+    """Predicted time of `batch` GEMMs (m x k) @ (k x n), each with its own (k x n) weights.
+
+    `grouped`: the members run as one grouped kernel (MoE experts), whose FLOP roof is
+    `grouped_efficiency` of the dense one (GROUPED_GEMM_EFFICIENCY); otherwise a batched or
+    single GEMM at the dense roof."""
     if m <= 0 or n <= 0 or k <= 0 or batch <= 0:
         raise FlopwiseError(f"GEMM dimensions must be positive, got m={m} n={n} k={k} b={batch}")
     flops = 2.0 * m * n * k * batch
@@ -244,7 +251,7 @@ def gemm_estimate(
         batch,
         hw.compute_units or 0,
         gpu_family(hw),
-        ceiling_tflops(hw, dtype) * TERA,
+        ceiling_tflops(hw, dtype) * TERA * (grouped_efficiency if grouped else 1.0),
         bandwidth_bytes_per_s(hw),
         inputs,
         batch * m * n * o,
@@ -278,14 +285,16 @@ def gemm_time_s(
     batch: int = 1,
     weight_dtype: str | None = None,
     scaling: str | None = None,
+    grouped: bool = False,
 ) -> float:
-    """Seconds of `batch` GEMMs (m x k) @ (k x n): see the module docstring (memoised per
-    hardware object, which is frozen, so the layout search pays a dict lookup per repeat)."""
+    """Seconds of `batch` GEMMs (m x k) @ (k x n), one grouped kernel when `grouped`: see the
+    module docstring (memoised per hardware object, which is frozen, so the layout search pays
+    a dict lookup per repeat)."""
     memo = _memo_for(_TIME_CACHE, hw)
-    key = (m, n, k, batch, dtype, weight_dtype, scaling)
+    key = (m, n, k, batch, dtype, weight_dtype, scaling, grouped)
     hit = memo.get(key)
     if hit is None:
-        hit = gemm_estimate(m, n, k, hw, dtype, batch, weight_dtype, scaling).time_s
+        hit = gemm_estimate(m, n, k, hw, dtype, batch, weight_dtype, scaling, grouped).time_s
         memo[key] = hit
     return hit
 

@@ -95,3 +95,18 @@ SHAPE_INTERPOLATION_POWER = 4
 #: time = max x (1 + r^p)^(1/p): 1.26x at the ridge, < 2% once one side is 3x the other. The
 #: same value as the inference planner's RIDGE_SMOOTHING_P (plan/infer/constants.py).
 RIDGE_SMOOTHING_P = 3.0
+
+#: What a grouped GEMM kernel (MoE experts: one launch over every local expert's tokens, each
+#: group with its own weights) reaches of the rate the same shapes get as one dense GEMM:
+#: applied to the FLOP roof (ceiling x shape efficiency) of every grouped GEMM, in training
+#: (plan/train/step_time.py) and serving (plan/infer/latency.py) alike. Fitted, by the rule of
+#: the sustained fraction's fit (least mean |log error| on a 0.005 grid), on the ten grouped
+#: rows of DeepGEMM's README (H800 FP8, contiguous and masked layouts: matmul_runs.csv
+#: `deepgemm_h800_fp8_grouped_*`) against the dense model that meets the same library's dense
+#: shapes at M = 4096 within 5%: the grouped kernels ran 2-21% below it (their per-group
+#: tile scheduling, per-expert TMA descriptors and, in the masked layout, tiles sized for the
+#: largest group). Nothing else is fitted on those rows; their leave-one-out error is reported
+#: by `flopwise validate --only matmul` (grouped_fit), and no serving or training row was used.
+#: Measured on Hopper only: every device's grouped GEMMs take it (no other device's grouped
+#: GEMM is published in the catalog); `flopwise bench matmul` corrects dense shapes only.
+GROUPED_GEMM_EFFICIENCY = 0.88

@@ -67,14 +67,16 @@ def gemm_time_s(
     batch: int = 1,
     weight_dtype: str | None = None,
     scaling: str | None = None,
+    grouped: bool = False,
 ) -> float:
     """Time of `batch` GEMMs (m x k) @ (k x n): the shape model of ``flopwise.plan.gemm``.
 
-    Compute at the MAMF ceiling x the library's best tile/wave/split-K efficiency, smoothly
-    maxed with reading the inputs, plus the epilogue's output write and a launch; corrected to
-    measured shapes when the hardware carries a `bench matmul` shape table.
+    Compute at the MAMF ceiling x the library's best tile/wave/split-K efficiency (x
+    GROUPED_GEMM_EFFICIENCY for one grouped MoE kernel), smoothly maxed with reading the inputs,
+    plus the epilogue's output write and a launch; corrected to measured shapes when the
+    hardware carries a `bench matmul` shape table.
     """
-    return gemm.gemm_time_s(m, n, k, hw, dtype, batch, weight_dtype, scaling)
+    return gemm.gemm_time_s(m, n, k, hw, dtype, batch, weight_dtype, scaling, grouped)
 
 
 def memory_time_s(n_bytes: float, hw: Hardware, kernels: int = 1) -> float:

@@ -224,8 +224,18 @@ def show_matmul_validation(rep: dict[str, Any]) -> None:
     ]
     lines = [_stat_line("out of sample", rep)]
     lines += [_stat_line(f"  {src}", st) for src, st in rep.get("by_source", {}).items()]
-    lines.append(_stat_line("in sample (MAMF rows = the ceiling)", rep["in_sample"]))
-    lines.append(_stat_line("same rows, leave-one-out ceiling", rep["leave_one_out"]))
+    lines.append(
+        _stat_line("in sample (MAMF rows = the ceiling; grouped fit rows)", rep["in_sample"])
+    )
+    lines.append(_stat_line("same rows, leave-one-out", rep["leave_one_out"]))
+    gf = rep.get("grouped_fit")
+    if gf:
+        lines.append(
+            f"GROUPED_GEMM_EFFICIENCY {gf['shipped']:.3f} (refit {gf['refit']}) on "
+            f"{len(gf['fit_rows'])} DeepGEMM grouped rows:"
+        )
+        lines.append(_stat_line("  grouped, in sample", gf["in_sample"]))
+        lines.append(_stat_line("  grouped, leave-one-out", gf["leave_one_out"]))
     out.print(
         table(
             "Validation: matmul (TFLOPS by shape)",

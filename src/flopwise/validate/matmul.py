@@ -8,12 +8,16 @@ mamf-finder and DeepGEMM report it.
 Honesty: a MAMF row whose value *is* the catalog ceiling of its device (the current table's
 best shape) is in-sample: the model's ceiling is that very number. Those rows are labelled
 `in_sample` and also scored leave-one-out, with the ceiling every device without a MAMF gets
-(peak x GEMM_FRACTION_WITHOUT_MAMF). The headline (n, mape_pct, ...) is over the other rows.
+(peak x GEMM_FRACTION_WITHOUT_MAMF). The grouped rows (DeepGEMM's MoE kernels) are in-sample
+too: GROUPED_GEMM_EFFICIENCY (plan/gemm_constants.py) is fitted on them (``fit_grouped``); each is
+scored leave-one-out with the constant refitted on the other grouped rows. The headline (n,
+mape_pct, ...) is over the other rows.
 """
 
 from __future__ import annotations
 
 import csv
+import math
 import re
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -23,6 +27,7 @@ from typing import Any
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware, hardware_from_catalog
 from flopwise.plan.gemm import gemm_estimate
+from flopwise.plan.gemm_constants import GROUPED_GEMM_EFFICIENCY
 
 #: A row is in-sample when the catalog ceiling equals its measured value within this share.
 IN_SAMPLE_TOLERANCE = 0.001
@@ -32,6 +37,10 @@ _NOT_POSABLE = {
     "AMD MI250X (1 GCD)": "one GCD of an MI250X; the catalog describes the two-GCD package",
 }
 
+
+#: The grid GROUPED_GEMM_EFFICIENCY is fitted on: 0.700 to 1.000 in steps of 0.005 (the
+#: sustained fraction's rule: least mean |log(predicted / measured)|).
+GROUPED_FIT_GRID: tuple[float, ...] = tuple(round(0.7 + 0.005 * i, 3) for i in range(61))
 
 #: The file's accelerator names as catalog ids. mamf-finder's table does not state the A100's
 #: memory size; the catalog gives the 40 and 80 GB parts the same published MAMF.
@@ -68,6 +77,7 @@ class MatmulRow:
     in_sample: bool
     predicted_leave_one_out: float | None
     note: str = ""
+    grouped: bool = False  # one grouped (MoE) kernel: GROUPED_GEMM_EFFICIENCY applies
 
     @property
     def error_pct(self) -> float:
@@ -89,6 +99,7 @@ class MatmulRow:
             "n": self.n,
             "k": self.k,
             "groups": self.groups,
+            "grouped": self.grouped,
             "measured": self.measured,
             "predicted": self.predicted,
             "error_pct": self.error_pct,
@@ -114,10 +125,31 @@ def _stats(errors: list[float]) -> dict[str, Any]:
 class MatmulReport:
     rows: tuple[MatmulRow, ...]
     skipped: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    #: GROUPED_GEMM_EFFICIENCY as shipped and as refitted on this file's grouped rows.
+    grouped_shipped: float = GROUPED_GEMM_EFFICIENCY
+    grouped_refit: float | None = None
 
     @property
     def out_of_sample(self) -> dict[str, Any]:
         return _stats([r.error_pct for r in self.rows if not r.in_sample])
+
+    def grouped_fit(self) -> dict[str, Any]:
+        """The grouped-kernel constant: shipped, refitted, its fit rows and their errors."""
+        grouped = [r for r in self.rows if r.grouped]
+        return {
+            "constant": "GROUPED_GEMM_EFFICIENCY (plan/gemm_constants.py)",
+            "shipped": self.grouped_shipped,
+            "refit": self.grouped_refit,
+            "rule": "least mean |log(predicted / measured)| over the grouped rows, 0.005 grid",
+            "fit_rows": [r.id for r in grouped],
+            "in_sample": _stats([r.error_pct for r in grouped]),
+            "leave_one_out": _stats(
+                [e for r in grouped if (e := r.error_leave_one_out_pct) is not None]
+            ),
+            "out_of_sample_elsewhere": "every MoE serving and training row (validate --only "
+            "inference, training-unseen): their expert GEMMs run at this share of the dense "
+            "roof, and no fit sees them",
+        }
 
     def to_dict(self) -> dict[str, Any]:
         ins = [r for r in self.rows if r.in_sample]
@@ -127,16 +159,20 @@ class MatmulReport:
                 by_source.setdefault(r.source, []).append(r.error_pct)
         return {
             **self.out_of_sample,
-            "scope": "rows whose shape is not the device ceiling's own row (out of sample)",
+            "scope": "rows nothing was fitted on and whose shape is not the device ceiling's "
+            "own row (out of sample)",
             "in_sample": {
                 **_stats([r.error_pct for r in ins]),
-                "scope": "MAMF best-shape rows that are the catalog ceiling itself",
+                "scope": "MAMF best-shape rows that are the catalog ceiling itself, and the "
+                "grouped rows GROUPED_GEMM_EFFICIENCY is fitted on",
             },
             "leave_one_out": {
                 **_stats([e for r in ins if (e := r.error_leave_one_out_pct) is not None]),
-                "scope": "the in-sample rows with the no-MAMF ceiling (peak x "
-                "GEMM_FRACTION_WITHOUT_MAMF) instead of their own value",
+                "scope": "the in-sample rows, each without what was fitted on it: a MAMF row "
+                "with the no-MAMF ceiling (peak x GEMM_FRACTION_WITHOUT_MAMF), a grouped row "
+                "with GROUPED_GEMM_EFFICIENCY refitted on the other grouped rows",
             },
+            "grouped_fit": self.grouped_fit(),
             "by_source": {k: _stats(v) for k, v in sorted(by_source.items())},
             "rows": [r.to_dict() for r in self.rows],
             "skipped": [{"id": i, "reason": why} for i, why in self.skipped],
@@ -180,49 +216,116 @@ def _without_mamf(hw: Hardware, dtype: str) -> Hardware:
     return replace(hw, matmul_tflops=MappingProxyType(mm))
 
 
-def _score(row: dict[str, str]) -> MatmulRow:
+@dataclass(frozen=True, slots=True)
+class _Posed:
+    """One published row as the planner sees it."""
+
+    row: dict[str, str]
+    hw: Hardware
+    dtype: str
+    scaling: str | None
+    m: int
+    n: int
+    k: int
+    groups: int
+    grouped: bool
+    measured: float
+
+    def predict(self, hw: Hardware | None = None, grouped_efficiency: float | None = None) -> float:
+        eff = GROUPED_GEMM_EFFICIENCY if grouped_efficiency is None else grouped_efficiency
+        return gemm_estimate(
+            self.m,
+            self.n,
+            self.k,
+            hw or self.hw,
+            self.dtype,
+            batch=self.groups,
+            scaling=self.scaling,
+            grouped=self.grouped,
+            grouped_efficiency=eff,
+        ).tflops
+
+
+def _pose(row: dict[str, str]) -> _Posed:
     hw = hardware_from_catalog(ACCELERATOR_IDS.get(row["accelerator"], row["accelerator"]))
     dtype, scaling = _dtype(row["dtype"])
-    m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
     groups_match = re.search(r"#Groups=(\d+)", row["notes"])
-    groups = int(groups_match.group(1)) if groups_match else 1
-    measured = float(row["measured_tflops"])
-    pred = gemm_estimate(m, n, k, hw, dtype, batch=groups, scaling=scaling).tflops
+    return _Posed(
+        row=row,
+        hw=hw,
+        dtype=dtype,
+        scaling=scaling,
+        m=int(row["m"]),
+        n=int(row["n"]),
+        k=int(row["k"]),
+        groups=int(groups_match.group(1)) if groups_match else 1,
+        # DeepGEMM's grouped kernels, a single group (masked, 1 group) included
+        grouped=row["notes"].startswith("GROUPED GEMM"),
+        measured=float(row["measured_tflops"]),
+    )
+
+
+def fit_grouped(posed: list[_Posed]) -> float | None:
+    """GROUPED_GEMM_EFFICIENCY by its rule: the grid value with the least mean
+    |log(predicted / measured)| over `posed` (grouped rows); None without rows."""
+    if not posed:
+        return None
+
+    def loss(eff: float) -> float:
+        return sum(abs(math.log(p.predict(grouped_efficiency=eff) / p.measured)) for p in posed)
+
+    return min(GROUPED_FIT_GRID, key=loss)
+
+
+def _score(p: _Posed, loo_grouped: float | None = None) -> MatmulRow:
+    row, hw, dtype = p.row, p.hw, p.dtype
+    pred = p.predict()
     ceiling = hw.matmul_tflops.get(dtype)
-    in_sample = ceiling is not None and abs(ceiling - measured) <= IN_SAMPLE_TOLERANCE * measured
+    in_sample = (
+        ceiling is not None and abs(ceiling - p.measured) <= IN_SAMPLE_TOLERANCE * p.measured
+    )
     loo = None
     notes = []
     if in_sample:
-        loo = gemm_estimate(
-            m, n, k, _without_mamf(hw, dtype), dtype, batch=groups, scaling=scaling
-        ).tflops
+        loo = p.predict(hw=_without_mamf(hw, dtype))
         notes.append("in-sample: this row is the catalog MAMF ceiling of the device")
     elif ceiling is None:
         notes.append("no MAMF in the catalog: ceiling = peak x GEMM_FRACTION_WITHOUT_MAMF")
+    if p.grouped:
+        in_sample = True
+        if loo_grouped is not None:
+            loo = p.predict(grouped_efficiency=loo_grouped)
+        notes.append(
+            "in-sample: a fit row of GROUPED_GEMM_EFFICIENCY (leave-one-out: refitted "
+            f"without it, {loo_grouped})"
+        )
     if "AMBIGUOUS" in row["notes"]:
         notes.append("N/K order ambiguous in the source; scored as first published")
-    if groups > 1:
-        notes.append(f"grouped GEMM, {groups} groups of M={m}")
+    if p.groups > 1:
+        notes.append(f"grouped GEMM, {p.groups} groups of M={p.m}")
     return MatmulRow(
         id=row["id"],
         source=_source(row["id"]),
         accelerator=hw.id,
-        dtype=dtype + (f" ({scaling})" if scaling else ""),
-        m=m,
-        n=n,
-        k=k,
-        groups=groups,
-        measured=measured,
+        dtype=dtype + (f" ({p.scaling})" if p.scaling else ""),
+        m=p.m,
+        n=p.n,
+        k=p.k,
+        groups=p.groups,
+        measured=p.measured,
         predicted=pred,
         in_sample=in_sample,
         predicted_leave_one_out=loo,
         note="; ".join(notes),
+        grouped=p.grouped,
     )
 
 
 def validate_matmul() -> MatmulReport:
-    """Score every published matmul row; rows the catalog cannot pose are skipped with why."""
-    rows: list[MatmulRow] = []
+    """Score every published matmul row; rows the catalog cannot pose are skipped with why.
+    The grouped rows are GROUPED_GEMM_EFFICIENCY's fit rows: each is also scored with the
+    constant refitted on the others (leave-one-out)."""
+    posed: list[_Posed] = []
     skipped: list[tuple[str, str]] = []
     for row in published_matmul_rows():
         why = _NOT_POSABLE.get(row["accelerator"])
@@ -230,7 +333,15 @@ def validate_matmul() -> MatmulReport:
             skipped.append((row["id"], why))
             continue
         try:
-            rows.append(_score(row))
+            posed.append(_pose(row))
         except FlopwiseError as exc:
             skipped.append((row["id"], str(exc)))
-    return MatmulReport(tuple(rows), tuple(skipped))
+    grouped = [p for p in posed if p.grouped]
+    rows: list[MatmulRow] = []
+    for p in posed:
+        loo_eff = fit_grouped([q for q in grouped if q is not p]) if p.grouped else None
+        try:
+            rows.append(_score(p, loo_eff))
+        except FlopwiseError as exc:
+            skipped.append((p.row["id"], str(exc)))
+    return MatmulReport(tuple(rows), tuple(skipped), grouped_refit=fit_grouped(grouped))

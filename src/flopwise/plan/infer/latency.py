@@ -21,6 +21,7 @@ from flopwise.plan.attention_head_dim import head_dim_factor
 from flopwise.plan.attention_rate import model_attention_rate
 from flopwise.plan.efficiency import KERNEL_LAUNCH_S
 from flopwise.plan.gemm import compute_efficiency, shape_correction
+from flopwise.plan.gemm_constants import GROUPED_GEMM_EFFICIENCY
 from flopwise.plan.infer.comm import allreduce_s, node_gpus
 from flopwise.plan.infer.constants import (
     ALLREDUCE_ELEMENT_BYTES,
@@ -202,19 +203,22 @@ def shape_efficiency(
     return compute_efficiency(m, n, k, hw, dtype, groups)
 
 
-def gemm(m: float, n: int, k: int, hw: Hardware, r: Rates, groups: float = 1.0) -> Breakdown:
-    """`groups` GEMMs (m x k) @ (k x n), as roofline.gemm_time_s, with the time attributed."""
+def gemm(
+    m: float, n: int, k: int, hw: Hardware, r: Rates, groups: float = 1.0, grouped: bool = False
+) -> Breakdown:
+    """`groups` GEMMs (m x k) @ (k x n), as roofline.gemm_time_s, with the time attributed;
+    `grouped`: one grouped kernel (MoE experts), at GROUPED_GEMM_EFFICIENCY of the dense
+    FLOP roof (plan/gemm_constants.py, fitted on DeepGEMM's grouped GEMMs)."""
     if m <= 0 or groups <= 0:
         return Breakdown()
     mi = max(1, round(m))
     flops = 2.0 * m * n * k * groups
     # measured GEMM shapes (bench matmul) scale both roofs by the measured/modelled ratio
     corr = shape_correction(mi, n, k, hw, r.act_dtype) if hw.matmul_shape_tflops else 1.0
-    compute = (
-        corr
-        * flops
-        / (r.gemm_flops_s * shape_efficiency(mi, n, k, hw, r.act_dtype, max(1, round(groups))))
-    )
+    eff = shape_efficiency(mi, n, k, hw, r.act_dtype, max(1, round(groups)))
+    if grouped:
+        eff *= GROUPED_GEMM_EFFICIENCY
+    compute = corr * flops / (r.gemm_flops_s * eff)
     w_bytes = groups * k * n * r.weight_bytes
     moved = groups * (m * k * r.act_bytes + m * n * r.act_bytes) + w_bytes
     memory = corr * moved / r.bw_bytes_s
@@ -324,8 +328,8 @@ def _mlp(
     )
     if recipe == "generic":
         out = out + gemm(m, s.experts, h, hw, r)  # a 16-bit router GEMM
-    out = out + gemm(per_expert, sh.expert_up_out, h, hw, r, groups=local)
-    out = out + gemm(per_expert, h, sh.expert_down_in, hw, r, groups=local)
+    out = out + gemm(per_expert, sh.expert_up_out, h, hw, r, groups=local, grouped=True)
+    out = out + gemm(per_expert, h, sh.expert_down_in, hw, r, groups=local, grouped=True)
     if s.shared_experts:
         ms = m if shared_tokens is None else shared_tokens
         out = out + gemm(ms, sh.shared_up_out, h, hw, r) + gemm(ms, h, sh.shared_down_in, hw, r)

@@ -68,11 +68,18 @@ class LayerCost:
 
 
 def _gemm(
-    ctx: ModelContext, m: float, n: float, k: float, batch: int = 1, dtype: str | None = None
+    ctx: ModelContext,
+    m: float,
+    n: float,
+    k: float,
+    batch: int = 1,
+    dtype: str | None = None,
+    grouped: bool = False,
 ) -> tuple[float, float]:
-    """(forward, backward) seconds of `batch` GEMMs (m x k) @ (k x n)."""
+    """(forward, backward) seconds of `batch` GEMMs (m x k) @ (k x n); `grouped`: one grouped
+    kernel per pass (MoE experts, at GROUPED_GEMM_EFFICIENCY of the dense FLOP roof)."""
     dt = dtype or ctx.job.dtype
-    key = (m, n, k, batch, dt)
+    key = (m, n, k, batch, dt, grouped)
     cache = ctx.cache("gemm")
     hit = cache.get(key)
     if hit is not None:
@@ -80,8 +87,8 @@ def _gemm(
     mi, ni, ki = max(int(m), 1), max(int(n), 1), max(int(k), 1)
     # a low-precision recipe's GEMMs run in its own dtype (NVFP4: the FP4 tensor cores)
     gdt = ctx.fp8_recipe.gemm_dtype if dt == "fp8" else dt
-    fwd = gemm_time_s(mi, ni, ki, ctx.hw, gdt, batch)
-    dgrad = gemm_time_s(mi, ki, ni, ctx.hw, gdt, batch)
+    fwd = gemm_time_s(mi, ni, ki, ctx.hw, gdt, batch, grouped=grouped)
+    dgrad = gemm_time_s(mi, ki, ni, ctx.hw, gdt, batch, grouped=grouped)
     wgrad_dt = dt
     if dt == "fp8":
         # the FP8 recipe's GEMM kernels (row-wise scaled, or a 16-bit weight gradient)
@@ -89,7 +96,7 @@ def _gemm(
         fwd /= r.fwd_gemm_fraction
         dgrad /= r.dgrad_gemm_fraction
         wgrad_dt = r.wgrad_dtype
-    bwd = dgrad + gemm_time_s(ki, ni, mi, ctx.hw, wgrad_dt, batch)
+    bwd = dgrad + gemm_time_s(ki, ni, mi, ctx.hw, wgrad_dt, batch, grouped=grouped)
     cache[key] = (fwd, bwd)
     return fwd, bwd
 
@@ -140,8 +147,8 @@ def layer_cost(
         rows = t * m.experts_per_token * ep / m.experts / (tp // etp)
         moe_mlp = [
             _gemm(ctx, t, m.experts, h),
-            _gemm(ctx, rows, mult * m.expert_ffn / etp, h, local),
-            _gemm(ctx, rows, h, m.expert_ffn / etp, local),
+            _gemm(ctx, rows, mult * m.expert_ffn / etp, h, local, grouped=True),
+            _gemm(ctx, rows, h, m.expert_ffn / etp, local, grouped=True),
         ]
         if m.shared_experts:
             sf = m.shared_experts * m.shared_expert_ffn

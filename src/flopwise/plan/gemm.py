@@ -140,6 +140,40 @@ def _smooth_max(x: float, y: float) -> float:
     return hi * (1.0 + (lo / hi) ** RIDGE_SMOOTHING_P) ** (1.0 / RIDGE_SMOOTHING_P)
 
 
+@lru_cache(maxsize=1 << 14)
+def expected_row_tiles(trials: int, p: float, tile: int) -> float:
+    """E[ceil(X / tile) | X > 0] for X ~ Binomial(trials, p): the row tiles one group of a
+    grouped GEMM schedules when each of `trials` tokens joins it with probability `p` (an
+    expert under uniform top-k routing: p = k / experts), counting only groups with rows.
+
+    A group pads its own last tile, so a spread of counts around a mean that is a whole number
+    of tiles still pays about half a tile per group (wherever the spread spans a tile); a fixed
+    count pays nothing. Summed over the count's distribution within 10 standard deviations."""
+    if trials <= 0 or p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return float(math.ceil(trials / tile))
+    mean = trials * p
+    sd = math.sqrt(mean * (1.0 - p))
+    lo = max(1, math.floor(mean - 10.0 * sd))
+    hi = min(trials, math.ceil(mean + 10.0 * sd) + 1)
+    # the pmf at `lo` once, then by the ratio pmf(x + 1) / pmf(x) = (n - x) / (x + 1) x p / (1 - p)
+    pmf = math.exp(
+        math.lgamma(trials + 1)
+        - math.lgamma(lo + 1)
+        - math.lgamma(trials - lo + 1)
+        + lo * math.log(p)
+        + (trials - lo) * math.log1p(-p)
+    )
+    odds = p / (1.0 - p)
+    mass = tiles = 0.0
+    for x in range(lo, hi + 1):
+        mass += pmf
+        tiles += pmf * ((x + tile - 1) // tile)
+        pmf *= (trials - x) / (x + 1) * odds
+    return tiles / mass if mass > 0 else float(math.ceil(mean / tile))
+
+
 @lru_cache(maxsize=1 << 16)
 def _shape_plan(
     m: int,
@@ -153,6 +187,7 @@ def _shape_plan(
     in_bytes: float,
     out_bytes: float,
     data_parallel: bool = False,
+    row_draws: tuple[int, float] | None = None,
 ) -> _Plan:
     """The library's best candidate (tile, split-K or stream-K) for one GEMM shape; whole
     tiles only when `data_parallel` (the kernel's scheduler splits no K: DATA_PARALLEL_DTYPES).
@@ -162,6 +197,10 @@ def _shape_plan(
     quantization); HBM bandwidth scales with the CTAs in flight up to one per SM (Little's law:
     bytes in flight per SM are bounded by its shared-memory stages); split-K and stream-K pay
     their fp32 partial sums. The candidate with the least time wins, as a tuned library does.
+
+    `row_draws` (trials, p): each group's rows vary as Binomial(trials, p) about `m` (MoE
+    experts under routing that is not forced to balance): each group pads its own last row
+    tile, ``expected_row_tiles``; None: every group has exactly `m` rows.
     """
     flops = 2.0 * m * n * k * batch
     if family in ("none", "other"):
@@ -176,12 +215,13 @@ def _shape_plan(
     best_t = math.inf
     whole_tiles = family == "other" or data_parallel
     for tm, tn in _candidates(m, family):
-        gm, gn = math.ceil(m / tm), math.ceil(n / tn)
+        gn = math.ceil(n / tn)
+        gm = expected_row_tiles(*row_draws, tm) if row_draws else float(math.ceil(m / tm))
         pad = (m * n) / (gm * tm * gn * tn)
         # skinny row tiles (M < 64) are charged their padding only: such GEMMs are bound by
         # reading the weights, and the rows they lack could not be reused anyway
         reuse = 1.0 if family == "other" or tm < 64 else _reuse(tm, tn)
-        tiles = gm * gn * batch
+        tiles = max(1, round(gm * gn * batch))
         options: list[tuple[float, int, float, int]] = []  # (eff, splits, partial elems, ctas)
         for splits in (1,) if whole_tiles else _split_options(tiles, k, units):
             work = tiles * splits
@@ -231,12 +271,14 @@ def gemm_estimate(
     scaling: str | None = None,
     grouped: bool = False,
     grouped_efficiency: float = GROUPED_GEMM_EFFICIENCY,
+    row_draws: tuple[int, float] | None = None,
 ) -> GemmEstimate:
     """Predicted time of `batch` GEMMs (m x k) @ (k x n), each with its own (k x n) weights.
 
     `grouped`: the members run as one grouped kernel (MoE experts), whose FLOP roof is
     `grouped_efficiency` of the dense one (GROUPED_GEMM_EFFICIENCY); otherwise a batched or
-    single GEMM at the dense roof."""
+    single GEMM at the dense roof. `row_draws` (trials, p): the members' rows are Binomial
+    draws about `m` (``_shape_plan``), not all exactly `m`."""
     if m <= 0 or n <= 0 or k <= 0 or batch <= 0:
         raise FlopwiseError(f"GEMM dimensions must be positive, got m={m} n={n} k={k} b={batch}")
     flops = 2.0 * m * n * k * batch
@@ -256,6 +298,7 @@ def gemm_estimate(
         inputs,
         batch * m * n * o,
         data_parallel=dtype in DATA_PARALLEL_DTYPES,
+        row_draws=row_draws,
     )
     kernel_s = _smooth_max(plan.compute_s, plan.input_s) + plan.output_s + KERNEL_FILL_DRAIN_S
     corr = 1.0
@@ -318,15 +361,22 @@ def _memo_for(cache: _Memo, hw: Hardware) -> dict[tuple[Any, ...], float]:
 
 
 def compute_efficiency(
-    m: int, n: int, k: int, hw: Hardware, dtype: str = "bf16", batch: int = 1
+    m: int,
+    n: int,
+    k: int,
+    hw: Hardware,
+    dtype: str = "bf16",
+    batch: int = 1,
+    row_draws: tuple[int, float] | None = None,
 ) -> float:
-    """Tile/wave/split-K efficiency of the candidate the library picks for this shape
-    (memoised per hardware object, as gemm_time_s)."""
+    """Tile/wave/split-K efficiency of the candidate the library picks for this shape, the
+    members' rows Binomial draws when `row_draws` is given (memoised per hardware object, as
+    gemm_time_s)."""
     memo = _memo_for(_EFFICIENCY_CACHE, hw)
-    key = (m, n, k, dtype, batch)
+    key = (m, n, k, dtype, batch, row_draws)
     hit = memo.get(key)
     if hit is None:
-        hit = gemm_estimate(m, n, k, hw, dtype, batch).shape_efficiency
+        hit = gemm_estimate(m, n, k, hw, dtype, batch, row_draws=row_draws).shape_efficiency
         memo[key] = hit
     return hit
 

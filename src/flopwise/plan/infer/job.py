@@ -14,6 +14,7 @@ from typing import Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
+from flopwise.plan.gemm_constants import GROUPED_GEMM_EFFICIENCY
 from flopwise.units import check_fraction
 from flopwise.workload.memory_bytes import normalize_dtype
 from flopwise.workload.spec import ModelSpec
@@ -180,7 +181,10 @@ class InferJob:
         )
         return (
             f"MoE: {split}; {attn}; decode reads the expected distinct experts of the batch, "
-            "prefill all of them"
+            "prefill all of them; each layer's experts run as one grouped GEMM at "
+            f"{GROUPED_GEMM_EFFICIENCY:.2f} of the dense roof (GROUPED_GEMM_EFFICIENCY, fitted "
+            "on DeepGEMM's grouped GEMMs), each expert padding its own last tile on a "
+            "uniform-routing draw of its tokens"
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -195,27 +195,42 @@ def make_rates(
 
 
 def shape_efficiency(
-    m: int, n: int, k: int, hw: Hardware, dtype: str = "bf16", groups: int = 1
+    m: int,
+    n: int,
+    k: int,
+    hw: Hardware,
+    dtype: str = "bf16",
+    groups: int = 1,
+    row_draws: tuple[int, float] | None = None,
 ) -> float:
     """Tile/wave/split-K efficiency of the library's pick (flopwise.plan.gemm): small-M row
     tiles (16/32/64), split-K or stream-K when there are fewer output tiles than SMs; a grouped
-    GEMM (MoE experts) schedules the tiles of all its groups in one grid."""
-    return compute_efficiency(m, n, k, hw, dtype, groups)
+    GEMM (MoE experts) schedules the tiles of all its groups in one grid, each group padding
+    its own last row tile (`row_draws`: the groups' rows are Binomial draws)."""
+    return compute_efficiency(m, n, k, hw, dtype, groups, row_draws)
 
 
 def gemm(
-    m: float, n: int, k: int, hw: Hardware, r: Rates, groups: float = 1.0, grouped: bool = False
+    m: float,
+    n: int,
+    k: int,
+    hw: Hardware,
+    r: Rates,
+    groups: float = 1.0,
+    grouped: bool = False,
+    row_draws: tuple[int, float] | None = None,
 ) -> Breakdown:
     """`groups` GEMMs (m x k) @ (k x n), as roofline.gemm_time_s, with the time attributed;
     `grouped`: one grouped kernel (MoE experts), at GROUPED_GEMM_EFFICIENCY of the dense
-    FLOP roof (plan/gemm_constants.py, fitted on DeepGEMM's grouped GEMMs)."""
+    FLOP roof (plan/gemm_constants.py, fitted on DeepGEMM's grouped GEMMs); `row_draws`
+    (trials, p): each group's rows are Binomial(trials, p) about `m` (routed tokens)."""
     if m <= 0 or groups <= 0:
         return Breakdown()
     mi = max(1, round(m))
     flops = 2.0 * m * n * k * groups
     # measured GEMM shapes (bench matmul) scale both roofs by the measured/modelled ratio
     corr = shape_correction(mi, n, k, hw, r.act_dtype) if hw.matmul_shape_tflops else 1.0
-    eff = shape_efficiency(mi, n, k, hw, r.act_dtype, max(1, round(groups)))
+    eff = shape_efficiency(mi, n, k, hw, r.act_dtype, max(1, round(groups)), row_draws)
     if grouped:
         eff *= GROUPED_GEMM_EFFICIENCY
     compute = corr * flops / (r.gemm_flops_s * eff)
@@ -317,6 +332,10 @@ def _mlp(
         else expected_distinct_experts(s.experts, s.experts_per_token, m)
     )
     per_expert = routed / distinct
+    # each expert's rows: every token picks it with probability k / experts (uniform routing;
+    # serving routes real tokens with nothing forcing balance), so counts spread about
+    # per_expert and each expert pads its own last tile (plan/gemm.py expected_row_tiles)
+    draws = (max(1, round(m)), s.experts_per_token / s.experts)
     # expert parallelism: a rank computes only its group's experts (the expected share of the
     # touched ones; the busiest group's excess at small batch is not modelled), each sharded
     # over tp/ep ranks (Shard.expert_up_out)
@@ -328,8 +347,8 @@ def _mlp(
     )
     if recipe == "generic":
         out = out + gemm(m, s.experts, h, hw, r)  # a 16-bit router GEMM
-    out = out + gemm(per_expert, sh.expert_up_out, h, hw, r, groups=local, grouped=True)
-    out = out + gemm(per_expert, h, sh.expert_down_in, hw, r, groups=local, grouped=True)
+    out = out + gemm(per_expert, sh.expert_up_out, h, hw, r, local, grouped=True, row_draws=draws)
+    out = out + gemm(per_expert, h, sh.expert_down_in, hw, r, local, grouped=True, row_draws=draws)
     if s.shared_experts:
         ms = m if shared_tokens is None else shared_tokens
         out = out + gemm(ms, sh.shared_up_out, h, hw, r) + gemm(ms, h, sh.shared_down_in, hw, r)

@@ -142,7 +142,9 @@ def layer_cost(
     moe_mlp: list[tuple[float, float]] = []
     if m.is_moe:
         local = m.experts // ep
-        # tokens per local expert (balanced); folded below TP, each of the tp / etp ranks that
+        # tokens per local expert, balanced (the published MoE training tables force-balance
+        # tokens among experts; serving draws each expert's count, plan/infer/latency.py _mlp);
+        # folded below TP, each of the tp / etp ranks that
         # shared a token's expert under TP dispatches its own sequence-parallel share instead
         rows = t * m.experts_per_token * ep / m.experts / (tp // etp)
         moe_mlp = [

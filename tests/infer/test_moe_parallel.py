@@ -111,3 +111,42 @@ def test_the_plan_says_what_is_whole_under_attention_dp(
     notes = " ".join(whole.assumptions)
     assert "whole on every rank" in notes and "no logits all-gather" in notes
     assert "no logits all-gather" not in " ".join(split.assumptions)
+
+
+def test_the_busiest_expert_parallel_rank_sets_a_small_batchs_step() -> None:
+    """One token's top-8 of 256 experts over 8 ranks of 32: each rank holds one of them on
+    average, but the step waits for the rank holding the most, about 2.5 (routing simulated
+    below); at a large batch every expert is touched and the ranks are even."""
+    import random
+
+    from flopwise.plan.infer.shard import busiest_group_experts, expected_distinct_experts
+
+    rng = random.Random(11)
+    trials = 20_000
+    total = 0
+    for _ in range(trials):
+        counts = [0] * 8
+        for e in rng.sample(range(256), 8):
+            counts[e // 32] += 1
+        total += max(counts)
+    simulated = total / trials
+    assert busiest_group_experts(256, 8, 1, 8) == pytest.approx(simulated, rel=0.05)
+    assert busiest_group_experts(256, 8, 1, 8) > 2.0 * expected_distinct_experts(256, 8, 1) / 8
+    assert busiest_group_experts(256, 8, 4096, 8) == pytest.approx(32.0)
+    assert busiest_group_experts(256, 8, 3, 1) == expected_distinct_experts(256, 8, 3)
+
+
+def test_expert_parallel_decode_at_batch_one_reads_the_busiest_ranks_experts() -> None:
+    # Qwen3-235B-A22B on 8 x H200 at batch 1: under TP each rank reads an eighth of the 8
+    # touched experts; under EP 8 the busiest rank reads its touched experts whole
+    def decode(ep: int) -> object:
+        job = InferJob(
+            input_len=1000, output_len=100, batch=1, tp=8, ep=ep, weight_dtype="fp8",
+            kv_dtype="fp8",
+        )  # fmt: skip
+        plan = plan_inference(load_model("qwen3-235b-a22b"), hardware_from_catalog("h200-sxm"), job)
+        return plan.decode
+
+    tp, ep = decode(1), decode(8)
+    assert ep.breakdown.weight_bytes > 1.5 * tp.breakdown.weight_bytes  # type: ignore[attr-defined]
+    assert ep.time_s > tp.time_s  # type: ignore[attr-defined]

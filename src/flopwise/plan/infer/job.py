@@ -168,8 +168,8 @@ class InferJob:
         """How a mixture-of-experts model is split (the plan's assumptions line)."""
         split = (
             f"experts split over {self.ep} expert-parallel groups of {self.tp // self.ep} "
-            "tensor-parallel ranks (expected share of the touched experts per group; the "
-            "busiest group's excess is not modelled)"
+            "tensor-parallel ranks (the step waits for the group that touched the most "
+            "experts: at a small batch more than the mean share)"
             if self.ep > 1
             else "experts split by tensor parallelism"
         )

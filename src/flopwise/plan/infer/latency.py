@@ -34,7 +34,7 @@ from flopwise.plan.infer.constants import (
     host_s_per_request,
 )
 from flopwise.plan.infer.moe_kernels import routing_cost
-from flopwise.plan.infer.shard import Shard, expected_distinct_experts
+from flopwise.plan.infer.shard import Shard, busiest_group_experts, expected_distinct_experts
 from flopwise.plan.roofline import (
     achievable_matmul_tflops,
     collective_time_s,
@@ -336,10 +336,14 @@ def _mlp(
     # serving routes real tokens with nothing forcing balance), so counts spread about
     # per_expert and each expert pads its own last tile (plan/gemm.py expected_row_tiles)
     draws = (max(1, round(m)), s.experts_per_token / s.experts)
-    # expert parallelism: a rank computes only its group's experts (the expected share of the
-    # touched ones; the busiest group's excess at small batch is not modelled), each sharded
-    # over tp/ep ranks (Shard.expert_up_out)
-    local = distinct / sh.ep
+    # expert parallelism: a rank computes only its group's experts, each sharded over tp/ep
+    # ranks (Shard.expert_up_out); the step waits for the busiest rank, which at a small batch
+    # touches more than the mean share of experts (shard.busiest_group_experts)
+    local = (
+        distinct / sh.ep
+        if p.all_experts
+        else busiest_group_experts(s.experts, s.experts_per_token, m, sh.ep)
+    )
     # router and routing kernels as the engine runs them (plan/infer/moe_kernels.py)
     route = routing_cost(recipe, m, routed / sh.ep, h, s.experts, r.act_bytes, hw, r.bw_bytes_s)
     out = Breakdown(

@@ -198,6 +198,32 @@ def expected_distinct_experts(experts: int, top_k: int, tokens: float) -> float:
     return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
 
 
+def busiest_group_experts(experts: int, top_k: int, tokens: float, groups: int) -> float:
+    """Touched experts on the busiest of `groups` expert-parallel ranks, expected.
+
+    Each expert is touched by a batch of `tokens` with probability q = 1 - (1 - k/E)^T
+    (uniform top-k routing), so a rank holding n = E / groups experts touches Binomial(n, q) of
+    them, and the step waits for the rank that touched the most: E[max of `groups` such
+    counts] = sum over x of (1 - F(x - 1)^groups), F the Binomial CDF (the ranks taken as
+    independent). At a large batch every expert is touched (q -> 1) and this is E / groups; at
+    a small one the busiest rank reads more expert weights than the mean share."""
+    if tokens <= 0:
+        return 0.0
+    mean = expected_distinct_experts(experts, top_k, tokens) / max(1, groups)
+    n = experts // groups if groups > 1 else 0
+    if groups <= 1 or n < 1 or experts % groups:
+        return mean
+    q = 1.0 - (1.0 - top_k / experts) ** tokens
+    if q >= 1.0:
+        return float(n)
+    cdf = 0.0
+    expected_max = 0.0
+    for x in range(n):  # P(max >= x + 1) = 1 - P(count <= x)^groups
+        cdf += math.comb(n, x) * q**x * (1.0 - q) ** (n - x)
+        expected_max += 1.0 - min(1.0, cdf) ** groups
+    return expected_max
+
+
 def mean_decode_keys(spec: ModelSpec, input_len: int, output_len: int) -> tuple[float, float]:
     """Mean keys a decode step attends to over the generation: (full layers, local layers).
 

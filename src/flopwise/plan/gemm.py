@@ -34,6 +34,7 @@ from typing import Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
+from flopwise.plan.binomial import binomial_pmfs
 from flopwise.plan.efficiency import (
     GEMM_TILE,
     KERNEL_LAUNCH_S,
@@ -157,20 +158,10 @@ def expected_row_tiles(trials: int, p: float, tile: int) -> float:
     sd = math.sqrt(mean * (1.0 - p))
     lo = max(1, math.floor(mean - 10.0 * sd))
     hi = min(trials, math.ceil(mean + 10.0 * sd) + 1)
-    # the pmf at `lo` once, then by the ratio pmf(x + 1) / pmf(x) = (n - x) / (x + 1) x p / (1 - p)
-    pmf = math.exp(
-        math.lgamma(trials + 1)
-        - math.lgamma(lo + 1)
-        - math.lgamma(trials - lo + 1)
-        + lo * math.log(p)
-        + (trials - lo) * math.log1p(-p)
-    )
-    odds = p / (1.0 - p)
     mass = tiles = 0.0
-    for x in range(lo, hi + 1):
+    for x, pmf in binomial_pmfs(trials, p, lo, hi):
         mass += pmf
         tiles += pmf * ((x + tile - 1) // tile)
-        pmf *= (trials - x) / (x + 1) * odds
     return tiles / mass if mass > 0 else float(math.ceil(mean / tile))
 
 

@@ -231,8 +231,9 @@ class _Posed:
     grouped: bool
     measured: float
 
-    def predict(self, hw: Hardware | None = None, grouped_efficiency: float | None = None) -> float:
-        eff = GROUPED_GEMM_EFFICIENCY if grouped_efficiency is None else grouped_efficiency
+    def predict(
+        self, hw: Hardware | None = None, grouped_efficiency: float = GROUPED_GEMM_EFFICIENCY
+    ) -> float:
         return gemm_estimate(
             self.m,
             self.n,
@@ -242,7 +243,7 @@ class _Posed:
             batch=self.groups,
             scaling=self.scaling,
             grouped=self.grouped,
-            grouped_efficiency=eff,
+            grouped_efficiency=grouped_efficiency,
         ).tflops
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from flopwise.plan.binomial import binomial_pmfs
 from flopwise.workload.flops import local_pairs
 from flopwise.workload.memory_bytes import DTYPE_BYTES, kv_bytes_per_token_per_layer
 from flopwise.workload.params import ParamCounts, attention_params, count_params, mlp_params
@@ -191,11 +192,17 @@ def make_shard(
     )
 
 
+def touch_probability(experts: int, top_k: int, tokens: float) -> float:
+    """Probability that a batch of `tokens` routes at least one token to a given expert under
+    uniform top-k routing: 1 - (1 - k/E)^T."""
+    return 1.0 - (1.0 - top_k / experts) ** tokens
+
+
 def expected_distinct_experts(experts: int, top_k: int, tokens: float) -> float:
     """Experts a batch of `tokens` touches with uniform top-k routing: E(1 - (1 - k/E)^T)."""
     if tokens <= 0:
         return 0.0
-    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+    return experts * touch_probability(experts, top_k, tokens)
 
 
 def busiest_group_experts(experts: int, top_k: int, tokens: float, groups: int) -> float:
@@ -206,20 +213,20 @@ def busiest_group_experts(experts: int, top_k: int, tokens: float, groups: int) 
     them, and the step waits for the rank that touched the most: E[max of `groups` such
     counts] = sum over x of (1 - F(x - 1)^groups), F the Binomial CDF (the ranks taken as
     independent). At a large batch every expert is touched (q -> 1) and this is E / groups; at
-    a small one the busiest rank reads more expert weights than the mean share."""
+    a small one the busiest rank reads more expert weights than the mean share. One group, or
+    experts that do not split evenly: the mean share."""
     if tokens <= 0:
         return 0.0
-    mean = expected_distinct_experts(experts, top_k, tokens) / max(1, groups)
-    n = experts // groups if groups > 1 else 0
-    if groups <= 1 or n < 1 or experts % groups:
-        return mean
-    q = 1.0 - (1.0 - top_k / experts) ** tokens
+    if groups <= 1 or experts < groups or experts % groups:
+        return expected_distinct_experts(experts, top_k, tokens) / max(1, groups)
+    n = experts // groups
+    q = touch_probability(experts, top_k, tokens)
     if q >= 1.0:
         return float(n)
     cdf = 0.0
     expected_max = 0.0
-    for x in range(n):  # P(max >= x + 1) = 1 - P(count <= x)^groups
-        cdf += math.comb(n, x) * q**x * (1.0 - q) ** (n - x)
+    for _, pmf in binomial_pmfs(n, q, 0, n - 1):  # P(max >= x + 1) = 1 - P(count <= x)^groups
+        cdf += pmf
         expected_max += 1.0 - min(1.0, cdf) ** groups
     return expected_max
 

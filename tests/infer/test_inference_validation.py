@@ -46,7 +46,7 @@ def test_at_least_400_rows_scored_with_both_predictions() -> None:
     gptj = [r for r in doc["rows"] if r["id"] == "trtllm09_h100_gptj6b_bs64_tp1_2048_2048"]
     assert gptj and "--allow-long-context" in gptj[0]["command"].split()
     # ... and, as 0.9.0's trtllm-build commands ran it, with 16-bit context attention
-    assert gptj[0]["command"].endswith("--no-fp8-context-attention")
+    assert "--no-fp8-context-attention" in gptj[0]["command"].split()
 
 
 def test_errors_are_reported_by_weight_precision_and_replica_size() -> None:
@@ -109,18 +109,50 @@ def test_errors_are_reported_by_static_batch() -> None:
 
 
 def test_out_of_sample_refits_only_what_is_fitted() -> None:
+    from flopwise.plan.infer.constants import MMHA_OPS_PER_SM_CLOCK
     from flopwise.validate.inference import FITTED_CONSTANTS
 
     doc = _doc()
+    families = {g["family"] for g in doc["by_family"]}
     fp8 = doc["fitted"]["FP8_GEMM_FRACTION"]
     assert fp8["shipped"] == FP8_GEMM_FRACTION
-    assert set(fp8["fit_without_family"]) == {g["family"] for g in doc["by_family"]}
-    if not FITTED_CONSTANTS:  # nothing fitted on rows: out of sample is in sample
-        assert not fp8["fitted"]
-        for r in doc["rows"]:
+    assert set(fp8["fit_without_family"]) == families
+    assert not fp8["fitted"] and "FP8_GEMM_FRACTION" not in FITTED_CONSTANTS
+    # the one constant fitted on serving rows: shipped as fitted on all of them, refitted
+    # without each family for that family's rows
+    assert FITTED_CONSTANTS == ("MMHA_OPS_PER_SM_CLOCK",)
+    mmha = doc["fitted"]["MMHA_OPS_PER_SM_CLOCK"]
+    assert mmha["fitted"] and mmha["shipped"] == MMHA_OPS_PER_SM_CLOCK
+    assert mmha["fit_on_all_rows"] == MMHA_OPS_PER_SM_CLOCK
+    assert set(mmha["fit_without_family"]) == families
+    fit_rows = {key.rsplit(":", 1)[0] for key in mmha["fit_rows"]}
+    assert fit_rows and mmha["in_sample"]["n"] == mmha["out_of_sample"]["n"] == len(
+        mmha["fit_rows"]
+    )
+    moved = 0
+    for r in doc["rows"]:
+        per_head = "--decode-kernel per-head" in r["command"]
+        assert per_head == (r["id"] in fit_rows)
+        if not per_head:  # nothing else is fitted: out of sample is in sample
             assert r["predicted_out_of_sample"] == r["predicted"]
-    else:
-        assert fp8["fit_on_all_rows"] == FP8_GEMM_FRACTION
+        elif mmha["fit_without_family"][r["family"]] != MMHA_OPS_PER_SM_CLOCK:
+            moved += r["predicted_out_of_sample"] != r["predicted"]
+    assert moved > 0  # a fold that chose another value re-predicted its family's rows
+
+
+def test_rows_decode_with_the_kernel_their_release_had() -> None:
+    """TensorRT-LLM 0.5 predates XQA; 0.9 had XQA kernels for 8 query heads per KV head only,
+    so its Mistral, Mixtral, Falcon 180B and MHA rows decode with masked MHA, Llama 2 70B with
+    XQA; the later perf-overview families compile XQA for every group."""
+    by_id = {r["id"]: r["command"] for r in _doc()["rows"]}
+    per_head = "--decode-kernel per-head"
+    assert per_head in by_id["trtllm09_h100_mistral7b_bs120_tp1_128_2048"]
+    assert per_head in by_id["trtllm09_h100_falcon180b_bs64_tp4_2048_2048"]
+    assert per_head in by_id["trtllm09_h100_gptj6b_bs64_tp1_2048_2048"]
+    assert per_head not in by_id["trtllm09_h100_llama2_70b_bs64_tp2_2048_2048"]
+    assert all(per_head in c for i, c in by_id.items() if i.startswith("trtllm05_"))
+    later = [c for i, c in by_id.items() if i.startswith(("trtllm014", "trtllm015", "trtllm10"))]
+    assert later and not any(per_head in c for c in later)
 
 
 def _sample() -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from flopwise.cli.job_flag import (
     _concurrency,
     _request_rate,
 )
+from flopwise.plan.infer.constants import DECODE_KERNELS
 
 #: Inference: the workload, the deployment, the engine.
 INFER_FLAGS: list[JobFlag] = [
@@ -138,6 +139,15 @@ INFER_FLAGS: list[JobFlag] = [
         "on in trtllm-bench builds, off by default in trtllm-build); default: the engine's",
         kinds=_I,
         action=BOOL,
+    ),
+    JobFlag(
+        "decode-kernel",
+        "decode-attention kernel: grouped (XQA, FlashInfer, FlashDecoding: each KV head read "
+        "once, bound by the KV bytes) or per-head (TensorRT-LLM's masked MHA, which releases "
+        "before 0.8, and 0.8-0.10 for models without 8 query heads per KV head, ran: a CUDA-core "
+        "pass per query head); default: the engine's (grouped)",
+        kinds=_I,
+        choices=DECODE_KERNELS,
     ),
     JobFlag(
         "output-spread",

@@ -128,6 +128,8 @@ class CompareInferJob:
     allow_long_context: bool = False
     #: FP8 prefill attention with FP8 quantization (see plan.infer.InferJob); None: the engine's
     fp8_context_attention: bool | None = None
+    #: The decode-attention kernel (see plan.infer.InferJob.decode_kernel); None: the engine's
+    decode_kernel: str | None = None
     #: The engine's build sizes (see plan.infer.InferJob.engine_max_batch); None: its default.
     engine_max_batch: int | None = None
     engine_max_tokens: int | None = None
@@ -226,6 +228,7 @@ class CompareInferJob:
             "memory_fraction": self.memory_fraction,
             "allow_long_context": self.allow_long_context,
             "fp8_context_attention": self.fp8_context_attention,
+            "decode_kernel": self.decode_kernel,
             "engine_max_batch": self.engine_max_batch,
             "engine_max_tokens": self.engine_max_tokens,
             "batch_rule": self.batch_rule,

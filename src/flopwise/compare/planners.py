@@ -152,6 +152,7 @@ def infer_estimate(
             memory_fraction=job.memory_fraction,
             allow_long_context=job.allow_long_context,
             fp8_context_attention=job.fp8_context_attention,
+            decode_kernel=job.decode_kernel,
             engine_max_batch=job.engine_max_batch,
             engine_max_tokens=job.engine_max_tokens,
             output_spread=job.output_spread,

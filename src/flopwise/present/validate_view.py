@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -459,13 +459,7 @@ def show_inference_validation(rep: dict[str, Any], rows: bool = False) -> None:
                     "",
                 )
             )
-    fitted = "; ".join(
-        f"{name} = {f['shipped']} ({'fitted' if f['fitted'] else 'hand-set'}; a fit per "
-        "held-out family would pick "
-        + ", ".join(f"{k} {v}" for k, v in f["fit_without_family"].items())
-        + f", out-of-sample MAPE {_pct(f['diagnostic_out_of_sample_if_fitted']['mape_pct'])})"
-        for name, f in rep.get("fitted", {}).items()
-    )
+    fitted = "; ".join(_fitted_caption(name, f) for name, f in rep.get("fitted", {}).items())
     cov = rep.get("interval_coverage_pct")
     caption = (
         f"out of sample = {rep.get('cross_validation', 'cross-validated')}; "
@@ -536,3 +530,19 @@ def show_inference_validation(rep: dict[str, Any], rows: bool = False) -> None:
                 right=(0,),
             )
         )
+
+
+def _fitted_caption(name: str, f: Mapping[str, Any]) -> str:
+    """One constant of `inference.fitted`: a fitted one with its fit rows' errors, a hand-set
+    one with what a fit would pick and score."""
+    folds = ", ".join(f"{k} {v}" for k, v in f["fit_without_family"].items())
+    if f["fitted"]:
+        return (
+            f"{name} = {f['shipped']} (fitted on {f['in_sample']['n']} rows: in sample "
+            f"{_pct(f['in_sample']['mape_pct'])}, refitted without each family ({folds}) "
+            f"{_pct(f['out_of_sample']['mape_pct'])} out of sample)"
+        )
+    return (
+        f"{name} = {f['shipped']} (hand-set; a fit per held-out family would pick {folds}, "
+        f"out-of-sample MAPE {_pct(f['diagnostic_out_of_sample_if_fitted']['mape_pct'])})"
+    )

@@ -3,9 +3,11 @@
 Each row of ``published/inference_runs.csv`` is posed as the ``flopwise plan infer`` command a
 user would type (``inference_rows.py``); its in-sample prediction is exactly what that command
 prints. Out of sample = leave one source family out: every constant fitted on these rows is
-refitted without the family's rows. No inference constant is fitted on rows today
-(``FITTED_CONSTANTS`` is empty: the engine profiles are hand-set from engine sources), so the
-out-of-sample predictions equal the in-sample ones. GEMMs run at the die's sustained fraction
+refitted without the family's rows. One inference constant is fitted on rows
+(``FITTED_CONSTANTS``): ``MMHA_OPS_PER_SM_CLOCK``, the rate of TensorRT-LLM's masked MHA decode
+kernel, on the rows that ran it (``--decode-kernel per-head``); those rows' out-of-sample
+predictions use the value fitted without their family, every other row's equal its in-sample
+one (the engine profiles are hand-set from engine sources). GEMMs run at the die's sustained fraction
 (plan/sustained.py), which is fitted on published training runs only, never on these rows. The
 one candidate, ``FP8_GEMM_FRACTION``,
 is fitted per fold as a diagnostic and reported under ``fitted`` (see its comment in
@@ -24,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from flopwise.errors import FlopwiseError
-from flopwise.plan.infer.constants import FP8_GEMM_FRACTION, get_engine
+from flopwise.plan.infer.constants import FP8_GEMM_FRACTION, MMHA_OPS_PER_SM_CLOCK, get_engine
 from flopwise.plan.infer.uncertainty import weight_class
 from flopwise.validate.inference_rows import UNSEEN_FAMILIES, PosedRow, Unposed, posed_rows
 from flopwise.validate.scoring import (
@@ -37,8 +39,16 @@ from flopwise.validate.scoring import (
 #: Values of FP8_GEMM_FRACTION the fit chooses from (share of the die's sustained fp8 rate).
 FP8_FRACTION_GRID: tuple[float, ...] = tuple(round(0.60 + 0.05 * i, 2) for i in range(11))
 
-#: Constants refitted per fold for the out-of-sample predictions (empty: none is fitted).
-FITTED_CONSTANTS: tuple[str, ...] = ()
+#: Constants refitted per fold for the out-of-sample predictions.
+FITTED_CONSTANTS: tuple[str, ...] = ("MMHA_OPS_PER_SM_CLOCK",)
+
+#: Values of MMHA_OPS_PER_SM_CLOCK the fit chooses from ((query head x KV element)
+#: multiply-adds per SM per clock of TensorRT-LLM's masked MHA decode kernel).
+MMHA_GRID: tuple[float, ...] = tuple(float(v) for v in range(8, 31))
+
+#: Table key of the per-head rows' predictions at each MMHA_GRID value (engine mode "known",
+#: shipped fp8 fraction): (MMHA_MODE, value).
+MMHA_MODE = "known:mmha"
 
 #: Metrics a planned row is compared on, and how to read each from an InferPlan.
 METRICS = ("output_tokens_per_s", "ttft_ms", "tpot_ms")
@@ -67,7 +77,11 @@ Built = tuple[Table, list[Target], list[tuple[PosedRow, str]]]
 
 
 def _plan_row(
-    row: PosedRow, engine_name: str, fraction: float, inputs: Callable[[PosedRow], Any]
+    row: PosedRow,
+    engine_name: str,
+    fraction: float,
+    inputs: Callable[[PosedRow], Any],
+    mmha: float = MMHA_OPS_PER_SM_CLOCK,
 ) -> dict[str, float]:
     from flopwise.plan.infer import InferJob, plan_inference
 
@@ -89,8 +103,11 @@ def _plan_row(
         engine_max_tokens=row.engine_max_tokens,
         allow_long_context=row.allow_long_context,
         fp8_context_attention=row.fp8_context_attention,
+        decode_kernel=row.decode_kernel,
     )
-    engine = replace(get_engine(engine_name), fp8_gemm_fraction=fraction)
+    engine = replace(
+        get_engine(engine_name), fp8_gemm_fraction=fraction, mmha_ops_per_sm_clock=mmha
+    )
     spec, hw = inputs(row)
     plan = plan_inference(spec, hw, job, engine=engine)
     out = {
@@ -170,6 +187,17 @@ def _plan_cells(
             except FlopwiseError:  # e.g. the generic engine keeps more memory back
                 continue
             cells.extend(((mode, g), metric, pred[metric]) for metric in row.measured)
+    if row.decode_kernel == "per-head" and "known" in engines:
+        for c in MMHA_GRID:
+            try:
+                pred = (
+                    base
+                    if c == MMHA_OPS_PER_SM_CLOCK
+                    else _plan_row(row, row.engine, FP8_GEMM_FRACTION, inputs, mmha=c)
+                )
+            except FlopwiseError:
+                continue
+            cells.extend(((MMHA_MODE, c), metric, pred[metric]) for metric in row.measured)
     return None, bool(base.get("does_not_fit")), cells
 
 
@@ -257,6 +285,29 @@ def fit_fp8_fraction(table: Table, targets: Sequence[Target], mode: str = "known
         return sum(abs(math.log(predict(table, t, g, mode) / t.measured)) for t in fp8) / len(fp8)
 
     return min(FP8_FRACTION_GRID, key=lambda g: (loss(g), abs(g - FP8_GEMM_FRACTION)))
+
+
+def _per_head(t: Target) -> bool:
+    """Targets whose rows decode with masked MHA: they read MMHA_OPS_PER_SM_CLOCK."""
+    return t.row.decode_kernel == "per-head"
+
+
+def _mmha_loss(table: Table, rows: Sequence[Target], c: float) -> float:
+    cells = table.get((MMHA_MODE, c), {})
+    if any(t.key not in cells for t in rows):
+        return math.inf  # a grid value some row could not be planned at
+    return sum(abs(math.log(cells[t.key] / t.measured)) for t in rows) / len(rows)
+
+
+def fit_mmha(table: Table, targets: Sequence[Target]) -> float:
+    """MMHA_GRID value minimising the mean |log(predicted/measured)| of the per-head targets
+    given; with none to fit on, the shipped value stays."""
+    rows = [t for t in targets if _per_head(t)]
+    if not rows:
+        return MMHA_OPS_PER_SM_CLOCK
+    return min(
+        MMHA_GRID, key=lambda c: (_mmha_loss(table, rows, c), abs(c - MMHA_OPS_PER_SM_CLOCK))
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,7 +471,27 @@ def score(
 
     cv = leave_one_group_out(targets, group, fit, lambda t, g: predict(table, t, g, mode))
     ins = [predict(table, t, FP8_GEMM_FRACTION, mode) for t in targets]
-    return ins, list(cv.predictions), cv.params_by_group
+    oos = list(cv.predictions)
+    if mode == "known" and "MMHA_OPS_PER_SM_CLOCK" in FITTED_CONSTANTS and not diagnostic:
+        mcv = mmha_cross_validation(table, targets, group)
+        oos = [
+            m if _per_head(t) else o for t, o, m in zip(targets, oos, mcv.predictions, strict=True)
+        ]
+    return ins, oos, cv.params_by_group
+
+
+def mmha_cross_validation(
+    table: Table, targets: Sequence[Target], group: Callable[..., str] = _family
+) -> Any:
+    """Per-head targets predicted with MMHA_OPS_PER_SM_CLOCK refitted without their group
+    (nan for the other targets); params_by_group: each fold's value."""
+
+    def predict_fold(t: Target, c: float) -> float:
+        if not _per_head(t):
+            return math.nan
+        return table[(MMHA_MODE, c)][t.key]
+
+    return leave_one_group_out(targets, group, lambda train: fit_mmha(table, train), predict_fold)
 
 
 def validate_inference(with_intervals: bool = True) -> InferenceValidation:
@@ -449,7 +520,25 @@ def score_inference(
     diag = summarize(
         error_pct(t.measured, p) for t, p in zip(targets, diag_oos, strict=True)
     ).to_dict()
+    per_head = [i for i, t in enumerate(targets) if _per_head(t)]
+    mcv = mmha_cross_validation(table, targets)
     fitted = {
+        "MMHA_OPS_PER_SM_CLOCK": {
+            "shipped": MMHA_OPS_PER_SM_CLOCK,
+            "fitted": "MMHA_OPS_PER_SM_CLOCK" in FITTED_CONSTANTS,
+            "unit": "(query head x KV element) multiply-adds per SM per clock",
+            "fit_on_all_rows": fit_mmha(table, targets),
+            "fit_without_family": dict(mcv.params_by_group),
+            "fit_rows": [targets[i].row.id + ":" + targets[i].metric for i in per_head],
+            "in_sample": summarize(
+                error_pct(targets[i].measured, ins[i]) for i in per_head
+            ).to_dict(),
+            "out_of_sample": summarize(
+                error_pct(targets[i].measured, oos[i]) for i in per_head
+            ).to_dict(),
+            "grid": list(MMHA_GRID),
+            "objective": "mean |log(predicted/measured)| over the rows decoding with masked MHA",
+        },
         "FP8_GEMM_FRACTION": {
             "shipped": FP8_GEMM_FRACTION,
             "fitted": "FP8_GEMM_FRACTION" in FITTED_CONSTANTS,
@@ -458,7 +547,7 @@ def score_inference(
             "fit_without_family": folds,
             "grid": list(FP8_FRACTION_GRID),
             "objective": "mean |log(predicted/measured)| over fp8 rows",
-        }
+        },
     }
     return InferenceValidation(rows, skipped, fitted, coverage, len(posed))
 

@@ -147,6 +147,8 @@ class PosedRow:
     pp: int = 1  # pipeline stages (--pp), as the source's TPxPP layout states
     ep: int = 1  # expert-parallel groups inside the TP group (--ep)
     attention_dp: bool = False  # attention data parallelism over the TP ranks (--attention-dp)
+    #: the source's release decoded this model with masked MHA (--decode-kernel per-head)
+    decode_kernel: str | None = None
     #: a modelling choice was made with this row in view (its notes say "IN VIEW:")
     in_view: bool = False
 
@@ -184,6 +186,8 @@ class PosedRow:
         if self.fp8_context_attention is not None:
             no = "" if self.fp8_context_attention else "no-"
             parts += [f"--{no}fp8-context-attention"]
+        if self.decode_kernel is not None:
+            parts += ["--decode-kernel", self.decode_kernel]
         if self.ep > 1:
             parts += ["--ep", str(self.ep)]
         if self.attention_dp:
@@ -208,6 +212,17 @@ IN_VIEW_MARKER = "IN VIEW:"
 #: ``--use_fp8_context_fmha`` (off by default in PluginConfig), and the v0.5.0 H200 launch blog
 #: predates that option. trtllm-bench (0.12 onward: the perf-overview families) turns it on.
 FP16_CONTEXT_FMHA: frozenset[str] = frozenset({"trtllm05", "trtllm09"})
+
+#: Families whose TensorRT-LLM release decoded with masked MHA (--decode-kernel per-head) for
+#: some models, and the (query heads per KV head, head size) pairs it had an XQA kernel for:
+#: 0.5 predates XQA (first in the 0.8 releases: docs/source/blogs/XQA-kernel.md); the 0.8-0.10
+#: releases shipped precompiled XQA cubins for 8 query heads per KV head at head size 128 and
+#: 256 only (cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/cubin/xqa_kernel_cubin.h,
+#: "nqpkv_8" kernels; "nqpkv_0" ones serve Medusa's multi-token queries), and MHA models
+#: (1 per KV head) had none at beam width 1. Later releases compile XQA for any group (JIT).
+PER_HEAD_DECODE: Mapping[str, frozenset[tuple[int, int]]] = MappingProxyType(
+    {"trtllm05": frozenset(), "trtllm09": frozenset({(8, 128), (8, 256)})}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,8 +391,20 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
         pp=pp,
         ep=tp if ep_over_tp else 1,
         attention_dp=ep_over_tp,
+        decode_kernel="per-head" if _per_head_decode(fam, model) else None,
         in_view=IN_VIEW_MARKER in notes,
     )
+
+
+def _per_head_decode(family: str, model: str) -> bool:
+    """Whether the family's release had no XQA kernel for the model (PER_HEAD_DECODE)."""
+    if family not in PER_HEAD_DECODE:
+        return False
+    from flopwise.workload.hf import load_model
+
+    s = load_model(model)
+    group = s.heads // max(1, s.kv_heads)
+    return (group, s.head_dim) not in PER_HEAD_DECODE[family]
 
 
 @functools.cache

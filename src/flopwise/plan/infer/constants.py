@@ -20,6 +20,23 @@ from typing import Any
 from flopwise.errors import unknown
 from flopwise.units import GIB
 
+#: Decode-attention kernels a plan can assume (EngineProfile.decode_kernel, --decode-kernel).
+DECODE_KERNELS: tuple[str, ...] = ("grouped", "per-head")
+
+#: FITTED ON PUBLISHED SERVING ROWS (the one inference constant that is): the rate of
+#: TensorRT-LLM's masked multi-head attention (MMHA) decode kernel, in (query head x KV
+#: element) multiply-adds per SM per clock. MMHA runs one CUDA-core thread block per query head
+#: (docs/source/advanced/gpt-attention.md), so a KV element is read and multiplied once per query
+#: head that shares it and its time is ops / (SMs x clock x this), or the KV bytes over the
+#: decode bandwidth where that is longer. No kernel benchmark publishes the rate, so it is fitted
+#: on the published rows that ran MMHA (TensorRT-LLM 0.5 and 0.9 rows of models without an XQA
+#: kernel: validate/inference_rows.py PER_HEAD_DECODE), least mean |log error|, grid
+#: MMHA_GRID in validate/inference.py; `flopwise validate --only inference` refits it without
+#: each source family and scores every row out of sample with its fold's value (JSON
+#: ``fitted.MMHA_OPS_PER_SM_CLOCK``). What it absorbs: the kernel's instruction mix (KV
+#: dequantisation, the QK dot products' shuffles, the softmax), its occupancy and L1/L2 reuse.
+MMHA_OPS_PER_SM_CLOCK = 18.0
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class EngineProfile:
@@ -149,6 +166,20 @@ class EngineProfile:
     #: --enable-dp-attention gathers the tokens into a dense MLP split over the TP group (its
     #: default moe_dense_tp_size), which False models.
     attention_dp_whole_dense: bool = False
+    #: Which kernel runs decode attention (DECODE_KERNELS): "grouped" = a GQA-aware kernel that
+    #: reads each KV head once for all the query heads sharing it, on tensor cores (TensorRT-LLM's
+    #: XQA, FlashInfer, FlashAttention/FlashDecoding, vLLM's V1 backends): bound by the KV bytes
+    #: it reads. "per-head" = TensorRT-LLM's masked multi-head attention (MMHA), "a single CUDA
+    #: thread-block per head" (docs/source/advanced/gpt-attention.md, "Generation Phase"): one
+    #: CUDA-core pass over the KV cache per *query* head, so its work grows with the query heads
+    #: a KV head serves and its rate with the SMs and clock, at MMHA_OPS_PER_SM_CLOCK. Releases
+    #: before 0.8 had no XQA, and 0.8-0.10 shipped XQA kernels only for 8 query heads per KV
+    #: head at head size 128/256 (cubin/xqa_kernel_cubin.h lists nqpkv_8 only), so Mistral,
+    #: Mixtral (4) and Falcon-180B (29, head size 64) and every MHA model ran MMHA there.
+    decode_kernel: str = "grouped"
+    #: MMHA's rate in (query head x KV element) multiply-adds per SM per clock, for the
+    #: "per-head" decode kernel; a field so validation can refit it per fold.
+    mmha_ops_per_sm_clock: float = MMHA_OPS_PER_SM_CLOCK
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -181,6 +212,8 @@ class EngineProfile:
             "micro_batches": self.micro_batches,
             "attention_dp_whole_dense": self.attention_dp_whole_dense,
             "chunked_attention_in_decode": self.chunked_attention_in_decode,
+            "decode_kernel": self.decode_kernel,
+            "mmha_ops_per_sm_clock": self.mmha_ops_per_sm_clock,
             "source": self.source,
         }
 

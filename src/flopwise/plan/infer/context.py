@@ -53,6 +53,8 @@ def make_context(
     engine = with_engine_sizes(engine, job.engine_max_batch, job.engine_max_tokens)
     if job.fp8_context_attention is not None:
         engine = replace(engine, fp8_context_attention=job.fp8_context_attention)
+    if job.decode_kernel is not None:
+        engine = replace(engine, decode_kernel=job.decode_kernel)
     precision = resolve_precision(job, hw)
     if (job.ep > 1 or job.attention_dp) and not spec.is_moe:
         raise FlopwiseError(

@@ -15,6 +15,7 @@ from typing import Any
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
 from flopwise.plan.gemm_constants import GROUPED_GEMM_EFFICIENCY
+from flopwise.plan.infer.constants import DECODE_KERNELS
 from flopwise.units import check_fraction
 from flopwise.workload.memory_bytes import normalize_dtype
 from flopwise.workload.spec import ModelSpec
@@ -86,11 +87,20 @@ class InferJob:
     #: prefill attention in FP8 when the model is FP8-quantized (TensorRT-LLM
     #: use_fp8_context_fmha); None: the engine profile's (EngineProfile.fp8_context_attention)
     fp8_context_attention: bool | None = None
+    #: the decode-attention kernel (constants.DECODE_KERNELS): "grouped" (XQA, FlashInfer,
+    #: FlashDecoding: KV read once per KV head) or "per-head" (TensorRT-LLM's masked MHA: a
+    #: CUDA-core pass per query head); None: the engine profile's (EngineProfile.decode_kernel)
+    decode_kernel: str | None = None
     #: with ``num_requests``: the requests' output lengths spread evenly over (1 +/- this) x
     #: output_len, mean unchanged (random-length benchmarks; ``offline.simulate``); 0: all equal
     output_spread: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.decode_kernel is not None and self.decode_kernel not in DECODE_KERNELS:
+            raise FlopwiseError(
+                f"decode kernel must be one of {', '.join(DECODE_KERNELS)}, "
+                f"got {self.decode_kernel!r}"
+            )
         for name in ("input_len", "output_len", "tp", "pp", "replicas", "ep"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -209,6 +219,7 @@ class InferJob:
             "engine_max_batch": self.engine_max_batch,
             "engine_max_tokens": self.engine_max_tokens,
             "fp8_context_attention": self.fp8_context_attention,
+            "decode_kernel": self.decode_kernel,
             "output_spread": self.output_spread,
         }
 

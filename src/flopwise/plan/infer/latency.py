@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
 from flopwise.plan.attention_head_dim import head_dim_factor
 from flopwise.plan.attention_rate import model_attention_rate
@@ -142,6 +143,9 @@ class Rates:
     #: where attn_flops_s comes from: "engine" (the engine's fraction of the GEMM ceiling),
     #: "measured" (bench attention on this device) or "die" (the GH100 die's measured curve)
     attn_basis: str = "engine"
+    #: (query head x KV element) multiply-adds per second of a per-head (MMHA) decode kernel;
+    #: 0: the engine's decode kernel is grouped, bound by the KV bytes alone
+    mmha_ops_s: float = 0.0
 
 
 def make_rates(
@@ -191,7 +195,23 @@ def make_rates(
         weight_bytes=DTYPE_BYTES[weight_dtype],
         act_dtype=act_dtype,
         attn_basis=attn_basis,
+        mmha_ops_s=mmha_ops_per_s(hw, engine),
     )
+
+
+def mmha_ops_per_s(hw: Hardware, engine: EngineProfile) -> float:
+    """Multiply-adds per second of the per-head (MMHA) decode kernel on `hw`: SMs x clock x
+    the engine's rate per SM per clock; 0.0 for a grouped decode kernel. Both hardware numbers
+    come from the catalog (compute_units, clock_mhz); without them the rate is unknown."""
+    if engine.decode_kernel != "per-head":
+        return 0.0
+    clock_mhz = hw.accelerator.spec("clock_mhz") if hw.accelerator is not None else None
+    if not hw.compute_units or not clock_mhz:
+        raise FlopwiseError(
+            f"--decode-kernel per-head needs the SM count and clock of {hw.id} (catalog "
+            "compute_units and clock_mhz), which the catalog lacks; use --decode-kernel grouped"
+        )
+    return hw.compute_units * clock_mhz * 1e6 * engine.mmha_ops_per_sm_clock
 
 
 def shape_efficiency(
@@ -273,6 +293,17 @@ def attention(flops: float, n_bytes: float, r: Rates, decode: bool) -> Breakdown
     return Breakdown(compute_s=compute, overhead_s=KERNEL_LAUNCH_S, flops=flops)
 
 
+def _per_head_excess(flops: float, kv_bytes: float, r: Rates) -> Breakdown:
+    """What a per-head (MMHA) decode kernel adds to the KV-bound time `attention` priced: its
+    CUDA-core work, one multiply-add per query head per KV element (`flops` / 2), at
+    `r.mmha_ops_s`, where that takes longer than reading the KV bytes; counted as compute."""
+    cuda_core_s = flops / 2.0 / r.mmha_ops_s
+    memory_s = kv_bytes / r.kv_bw_bytes_s
+    tensor_s = flops / r.attn_flops_s
+    excess = cuda_core_s - max(memory_s, tensor_s)
+    return Breakdown(compute_s=excess) if excess > 0 else Breakdown()
+
+
 @dataclass(frozen=True, slots=True)
 class Pass:
     """What one forward pass processes on one pipeline stage.
@@ -302,6 +333,8 @@ def _layer_attention(sh: Shard, p: Pass, r: Rates, sliding: bool) -> Breakdown:
         flops = p.decode_seqs * p.decode_q * keys * sh.attn_flops_per_key
         kv = p.decode_seqs * keys * sh.kv_per_token_layer_bytes
         out = out + attention(flops, kv, r, decode=True)
+        if r.mmha_ops_s > 0:
+            out = out + _per_head_excess(flops, kv, r)
     pairs = p.prefill_pairs_sliding if sliding else p.prefill_pairs
     if pairs > 0:
         flops = pairs * 2.0 * s.heads * (s.head_dim + s.v_head_dim) / sh.tp

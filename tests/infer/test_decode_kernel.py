@@ -77,3 +77,13 @@ def test_cli_flag_reaches_the_job_and_the_engine() -> None:
     assert doc["job"]["decode_kernel"] == "per-head"
     assert doc["engine"]["decode_kernel"] == "per-head"
     assert doc["engine"]["mmha_ops_per_sm_clock"] == MMHA_OPS_PER_SM_CLOCK
+
+
+def test_plan_says_how_it_priced_the_per_head_kernel() -> None:
+    def notes(kernel: str) -> str:
+        job = InferJob(input_len=128, output_len=128, engine="tensorrt-llm", decode_kernel=kernel)
+        plan = plan_inference(load_model("mistral-7b"), hardware_from_catalog("h100-sxm"), job)
+        return " ".join(plan.assumptions)
+
+    assert "masked-MHA" in notes("per-head") and "MMHA_OPS_PER_SM_CLOCK" in notes("per-head")
+    assert "masked-MHA" not in notes("grouped")

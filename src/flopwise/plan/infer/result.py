@@ -139,11 +139,24 @@ def _host_time_words(engine: EngineProfile, accelerator_id: str) -> str:
     return words
 
 
+def _decode_kernel_words(engine: EngineProfile) -> str:
+    """How a per-head (masked MHA) decode kernel is priced, in words; nothing for grouped."""
+    if engine.decode_kernel != "per-head":
+        return ""
+    return (
+        " or, where longer, its masked-MHA kernel's CUDA-core work (one pass per query head, "
+        f"{engine.mmha_ops_per_sm_clock:g} multiply-adds per SM per clock: "
+        "MMHA_OPS_PER_SM_CLOCK, fitted on published TensorRT-LLM 0.5/0.9 runs)"
+    )
+
+
 def assumptions_for(ctx: Context) -> list[str]:
     out = [
         f"engine class {ctx.engine.name}: {_host_time_words(ctx.engine, ctx.hw.id)}"
         + f", decode attention at {ctx.engine.decode_attention_bw_fraction:.0%} "
-        "of achievable bandwidth" + (f"; {ctx.engine.features}" if ctx.engine.features else ""),
+        "of achievable bandwidth"
+        + _decode_kernel_words(ctx.engine)
+        + (f"; {ctx.engine.features}" if ctx.engine.features else ""),
         f"precision: {ctx.precision.mode} ({ctx.precision.weight} weights, {ctx.precision.kv} "
         f"KV cache, {ctx.precision.act} GEMMs)",
         "engine memory: "

@@ -35,6 +35,9 @@ DECODE_KERNELS: tuple[str, ...] = ("grouped", "per-head")
 #: each source family and scores every row out of sample with its fold's value (JSON
 #: ``fitted.MMHA_OPS_PER_SM_CLOCK``). What it absorbs: the kernel's instruction mix (KV
 #: dequantisation, the QK dot products' shuffles, the softmax), its occupancy and L1/L2 reuse.
+#: Fit of 2026-11-25: 18 on the 69 throughput targets of TensorRT-LLM 0.5/0.9 rows (A100 fp16,
+#: H100/H200 fp8 and L40S caches): in sample 9.2%, out of sample (the 0.9 rows at the 0.5 rows'
+#: 29) 12.3%, where pricing the kernel by its KV bytes alone left them at 19.8% (bias +10.8%).
 MMHA_OPS_PER_SM_CLOCK = 18.0
 
 

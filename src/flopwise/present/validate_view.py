@@ -538,7 +538,7 @@ def _fitted_caption(name: str, f: Mapping[str, Any]) -> str:
     folds = ", ".join(f"{k} {v}" for k, v in f["fit_without_family"].items())
     if f["fitted"]:
         return (
-            f"{name} = {f['shipped']} (fitted on {f['in_sample']['n']} rows: in sample "
+            f"{name} = {f['shipped']} (fitted on {f['in_sample']['n']} targets: in sample "
             f"{_pct(f['in_sample']['mape_pct'])}, refitted without each family ({folds}) "
             f"{_pct(f['out_of_sample']['mape_pct'])} out of sample)"
         )

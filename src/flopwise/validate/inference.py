@@ -30,6 +30,7 @@ from flopwise.plan.infer.constants import FP8_GEMM_FRACTION, MMHA_OPS_PER_SM_CLO
 from flopwise.plan.infer.uncertainty import weight_class
 from flopwise.validate.inference_rows import UNSEEN_FAMILIES, PosedRow, Unposed, posed_rows
 from flopwise.validate.scoring import (
+    CrossValidation,
     by_group,
     error_pct,
     leave_one_group_out,
@@ -490,7 +491,7 @@ def score(
 
 def mmha_cross_validation(
     table: Table, targets: Sequence[Target], group: Callable[..., str] = _family
-) -> Any:
+) -> CrossValidation:
     """Per-head targets predicted with MMHA_OPS_PER_SM_CLOCK refitted without their group
     (nan for the other targets); params_by_group: each fold's value."""
 

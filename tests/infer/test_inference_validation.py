@@ -138,6 +138,12 @@ def test_out_of_sample_refits_only_what_is_fitted() -> None:
         elif mmha["fit_without_family"][r["family"]] != MMHA_OPS_PER_SM_CLOCK:
             moved += r["predicted_out_of_sample"] != r["predicted"]
     assert moved > 0  # a fold that chose another value re-predicted its family's rows
+    # held out by accelerator instead: one fold per die the fit rows ran on, scored on them all
+    by_acc = mmha["leave_one_accelerator_out"]
+    assert set(by_acc["fit_without_accelerator"]) == {
+        r["accelerator"] for r in doc["rows"] if f"{r['id']}:{r['metric']}" in fit_rows
+    }
+    assert by_acc["out_of_sample"]["n"] == len(fit_rows)
 
 
 def test_rows_decode_with_the_kernel_their_release_had() -> None:

@@ -531,6 +531,9 @@ def score_inference(
     ).to_dict()
     per_head = [i for i, t in enumerate(targets) if _mmha_fits_on(t)]
     mcv = mmha_cross_validation(table, targets)
+    # the same fit held out by accelerator: whether one rate per SM and clock holds across dies
+    acv = mmha_cross_validation(table, targets, lambda t: t.row.accelerator)
+    fit_accelerators = {targets[i].row.accelerator for i in per_head}
     fitted = {
         "MMHA_OPS_PER_SM_CLOCK": {
             "shipped": MMHA_OPS_PER_SM_CLOCK,
@@ -545,6 +548,14 @@ def score_inference(
             "out_of_sample": summarize(
                 error_pct(targets[i].measured, oos[i]) for i in per_head
             ).to_dict(),
+            "leave_one_accelerator_out": {
+                "fit_without_accelerator": {
+                    k: v for k, v in acv.params_by_group.items() if k in fit_accelerators
+                },
+                "out_of_sample": summarize(
+                    error_pct(targets[i].measured, acv.predictions[i]) for i in per_head
+                ).to_dict(),
+            },
             "grid": list(MMHA_GRID),
             "objective": "mean |log(predicted/measured)| over the throughput and TPOT targets "
             "of the rows decoding with masked MHA",

@@ -87,3 +87,22 @@ def test_plan_says_how_it_priced_the_per_head_kernel() -> None:
 
     assert "masked-MHA" in notes("per-head") and "MMHA_OPS_PER_SM_CLOCK" in notes("per-head")
     assert "masked-MHA" not in notes("grouped")
+
+
+def test_cli_offers_the_kernels_without_importing_the_planner() -> None:
+    """The flag's choices come from a module of their own: defining the CLI must not import
+    the inference planner (start-up time, benchmarks/startup.py)."""
+    import subprocess
+    import sys
+
+    from flopwise.plan.decode_kernels import DECODE_KERNELS
+    from flopwise.plan.infer.constants import DECODE_KERNELS as PLANNER_KERNELS
+
+    assert DECODE_KERNELS == PLANNER_KERNELS
+    code = (
+        "import sys, flopwise.cli.job_flags_infer; "
+        "print('flopwise.plan.infer.planner' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

@@ -18,7 +18,7 @@ from flopwise.cli.job_flag import (
     _concurrency,
     _request_rate,
 )
-from flopwise.plan.infer.constants import DECODE_KERNELS
+from flopwise.plan.decode_kernels import DECODE_KERNELS
 
 #: Inference: the workload, the deployment, the engine.
 INFER_FLAGS: list[JobFlag] = [

@@ -18,10 +18,11 @@ from types import MappingProxyType
 from typing import Any
 
 from flopwise.errors import unknown
+from flopwise.plan import decode_kernels
 from flopwise.units import GIB
 
 #: Decode-attention kernels a plan can assume (EngineProfile.decode_kernel, --decode-kernel).
-DECODE_KERNELS: tuple[str, ...] = ("grouped", "per-head")
+DECODE_KERNELS = decode_kernels.DECODE_KERNELS
 
 #: FITTED ON PUBLISHED SERVING ROWS (the one inference constant that is): the rate of
 #: TensorRT-LLM's masked multi-head attention (MMHA) decode kernel, in (query head x KV

@@ -109,11 +109,11 @@ def test_expert_gemms_run_as_one_grouped_kernel_below_the_dense_roof(
 ) -> None:
     # a compute-bound MoE prefill slows by the grouped kernel's share of the dense FLOP roof
     # (GROUPED_GEMM_EFFICIENCY, fitted on DeepGEMM's grouped GEMMs); a dense model does not
+    from flopwise.plan import gemm
     from flopwise.plan.gemm_constants import GROUPED_GEMM_EFFICIENCY
-    from flopwise.plan.infer import latency
 
     grouped = {m: _prefill_ms(m) for m in ("mixtral-8x7b", "llama-3.1-8b")}
-    monkeypatch.setattr(latency, "GROUPED_GEMM_EFFICIENCY", 1.0)
+    monkeypatch.setattr(gemm, "GROUPED_GEMM_EFFICIENCY", 1.0)  # serving reads it per call
     dense_roof = {m: _prefill_ms(m) for m in ("mixtral-8x7b", "llama-3.1-8b")}
     assert grouped["llama-3.1-8b"] == pytest.approx(dense_roof["llama-3.1-8b"])
     slower = grouped["mixtral-8x7b"] / dense_roof["mixtral-8x7b"]

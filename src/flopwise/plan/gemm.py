@@ -251,6 +251,14 @@ def _scale_bytes(m: int, n: int, k: int, scaling: str | None) -> float:
     return (m * math.ceil(k / act) + math.ceil(k / blk) * math.ceil(n / blk)) * nbytes
 
 
+def roof_fraction(grouped: bool, grouped_efficiency: float | None = None) -> float:
+    """Share of the dense FLOP roof a GEMM kernel reaches: `grouped_efficiency` (default
+    GROUPED_GEMM_EFFICIENCY) for one grouped MoE kernel, the whole roof otherwise."""
+    if not grouped:
+        return 1.0
+    return GROUPED_GEMM_EFFICIENCY if grouped_efficiency is None else grouped_efficiency
+
+
 def gemm_estimate(
     m: int,
     n: int,
@@ -261,14 +269,14 @@ def gemm_estimate(
     weight_dtype: str | None = None,
     scaling: str | None = None,
     grouped: bool = False,
-    grouped_efficiency: float = GROUPED_GEMM_EFFICIENCY,
+    grouped_efficiency: float | None = None,
     row_draws: tuple[int, float] | None = None,
 ) -> GemmEstimate:
     """Predicted time of `batch` GEMMs (m x k) @ (k x n), each with its own (k x n) weights.
 
     `grouped`: the members run as one grouped kernel (MoE experts), whose FLOP roof is
-    `grouped_efficiency` of the dense one (GROUPED_GEMM_EFFICIENCY); otherwise a batched or
-    single GEMM at the dense roof. `row_draws` (trials, p): the members' rows are Binomial
+    `grouped_efficiency` of the dense one (default GROUPED_GEMM_EFFICIENCY, ``roof_fraction``);
+    otherwise a batched or single GEMM at the dense roof. `row_draws` (trials, p): the members' rows are Binomial
     draws about `m` (``_shape_plan``), not all exactly `m`."""
     if m <= 0 or n <= 0 or k <= 0 or batch <= 0:
         raise FlopwiseError(f"GEMM dimensions must be positive, got m={m} n={n} k={k} b={batch}")
@@ -284,7 +292,7 @@ def gemm_estimate(
         batch,
         hw.compute_units or 0,
         gpu_family(hw),
-        ceiling_tflops(hw, dtype) * TERA * (grouped_efficiency if grouped else 1.0),
+        ceiling_tflops(hw, dtype) * TERA * roof_fraction(grouped, grouped_efficiency),
         bandwidth_bytes_per_s(hw),
         inputs,
         batch * m * n * o,

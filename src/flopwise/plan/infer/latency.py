@@ -21,8 +21,7 @@ from flopwise.hardware import Hardware
 from flopwise.plan.attention_head_dim import head_dim_factor
 from flopwise.plan.attention_rate import model_attention_rate
 from flopwise.plan.efficiency import KERNEL_LAUNCH_S
-from flopwise.plan.gemm import compute_efficiency, shape_correction
-from flopwise.plan.gemm_constants import GROUPED_GEMM_EFFICIENCY
+from flopwise.plan.gemm import compute_efficiency, roof_fraction, shape_correction
 from flopwise.plan.infer.comm import allreduce_s, node_gpus
 from flopwise.plan.infer.constants import (
     ALLREDUCE_ELEMENT_BYTES,
@@ -251,8 +250,7 @@ def gemm(
     # measured GEMM shapes (bench matmul) scale both roofs by the measured/modelled ratio
     corr = shape_correction(mi, n, k, hw, r.act_dtype) if hw.matmul_shape_tflops else 1.0
     eff = shape_efficiency(mi, n, k, hw, r.act_dtype, max(1, round(groups)), row_draws)
-    if grouped:
-        eff *= GROUPED_GEMM_EFFICIENCY
+    eff *= roof_fraction(grouped)
     compute = corr * flops / (r.gemm_flops_s * eff)
     w_bytes = groups * k * n * r.weight_bytes
     moved = groups * (m * k * r.act_bytes + m * n * r.act_bytes) + w_bytes

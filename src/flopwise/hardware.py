@@ -61,6 +61,10 @@ class Hardware:
     #: measured GEMM rates by shape, (dtype, m, n, k, tflops) rows from `flopwise bench matmul`
     #: (origin key "matmul_shape_tflops:<dtype>"); empty when none were measured
     matmul_shape_tflops: tuple[tuple[str, int, int, int, float], ...] = ()
+    #: measured grouped GEMM (MoE expert kernel) rates by shape, (dtype, groups, m, n, k,
+    #: tflops) rows from `flopwise bench matmul --groups` (origin key
+    #: "matmul_grouped_shape_tflops:<dtype>"); empty when none were measured
+    matmul_grouped_shape_tflops: tuple[tuple[str, int, int, int, int, float], ...] = ()
     #: measured fused causal attention from `flopwise bench attention`: per direction ("fwd",
     #: "bwd") the fitted (TFLOPS at long sequences, s_half tokens) of rate x s / (s + s_half),
     #: at head dimension `attention_head_dim` (origin key "attention_tflops_curve"); empty
@@ -118,6 +122,9 @@ class Hardware:
         if name.startswith("matmul_shape_tflops:"):
             dtype = name.split(":", 1)[1]
             return sum(1 for row in self.matmul_shape_tflops if row[0] == dtype)  # shapes
+        if name.startswith("matmul_grouped_shape_tflops:"):
+            dtype = name.split(":", 1)[1]
+            return sum(1 for row in self.matmul_grouped_shape_tflops if row[0] == dtype)
         return getattr(self, name, None)
 
     def with_shape_table(
@@ -131,6 +138,21 @@ class Hardware:
             origins[f"matmul_shape_tflops:{dtype}"] = Origin("measured", result_id)
         return replace(
             self, matmul_shape_tflops=kept + tuple(rows), origins=MappingProxyType(origins)
+        )
+
+    def with_grouped_shape_table(
+        self, rows: tuple[tuple[str, int, int, int, int, float], ...], result_id: str
+    ) -> Hardware:
+        """Add measured grouped GEMM rates by shape (replacing earlier rows of the same dtypes)."""
+        dtypes = {row[0] for row in rows}
+        kept = tuple(row for row in self.matmul_grouped_shape_tflops if row[0] not in dtypes)
+        origins = dict(self.origins)
+        for dtype in sorted(dtypes):
+            origins[f"matmul_grouped_shape_tflops:{dtype}"] = Origin("measured", result_id)
+        return replace(
+            self,
+            matmul_grouped_shape_tflops=kept + tuple(rows),
+            origins=MappingProxyType(origins),
         )
 
     def with_attention_curve(
@@ -165,6 +187,7 @@ class Hardware:
             "step_calibration": self.step_calibration,
             "system": self.system_id,
             "matmul_shape_tflops": [list(row) for row in self.matmul_shape_tflops],
+            "matmul_grouped_shape_tflops": [list(r) for r in self.matmul_grouped_shape_tflops],
             "attention_tflops_curve": self.value_of("attention_tflops_curve"),
             "attention_head_dim": self.attention_head_dim,
             "origins": {k: v.to_dict() for k, v in self.origins.items()},

@@ -96,6 +96,7 @@ class ShapeResult:
     error: str | None = None
     dtype: str | None = None
     spread: float | None = None  # (slowest - fastest) / median iteration time
+    groups: int = 1  # G > 1: one grouped GEMM of G such products (bench/matmul_grouped.py)
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -122,11 +123,15 @@ class ShapeResult:
             "min_s": self.min_s,
             "iterations": self.iterations,
             "error": self.error,
+            "groups": self.groups,
         }
 
 
 class MatmulKernel:
     """Allocates, runs and times matmuls of one dtype on one device."""
+
+    #: products per timed call (a grouped kernel runs several: bench/matmul_grouped.py)
+    groups: int = 1
 
     def __init__(self, torch: Any, info: DeviceInfo, dtype: DType, seed: int = 0) -> None:
         self.torch = torch
@@ -182,6 +187,16 @@ class MatmulKernel:
             return torch._scaled_mm(a, b, scale_a=c, scale_b=c, out_dtype=torch.bfloat16)
         return torch.mm(a, b, out=c)
 
+    def refresh_output(self, c: Any) -> None:
+        """Re-randomise the output before a timed call, so no result is reused (fp8: `c` is
+        the scale, left as it is)."""
+        if self.dtype.name != "fp8":
+            c.uniform_()
+
+    def flops(self, m: int, n: int, k: int) -> int:
+        """Floating-point operations of one timed call."""
+        return matmul_flops(m, n, k)
+
     def flush_buffer(self) -> Any:
         if self._flush is None:
             n = self.info.flush_bytes // 4
@@ -208,7 +223,13 @@ class MatmulKernel:
         m, n, k = shape
         if not self.fits(m, n, k):
             return ShapeResult(
-                m, n, k, "oom", error="larger than the device memory allows", dtype=self.dtype.name
+                m,
+                n,
+                k,
+                "oom",
+                error="larger than the device memory allows",
+                dtype=self.dtype.name,
+                groups=self.groups,
             )
         tensors: tuple[Any, Any, Any] | None = None
         try:
@@ -217,8 +238,7 @@ class MatmulKernel:
 
             def before_each() -> None:
                 self.flush()
-                if self.dtype.name != "fp8":
-                    c.uniform_()  # re-randomise the output so no result is reused
+                self.refresh_output(c)
 
             def run() -> None:
                 self.run_once(a, b, c)
@@ -230,14 +250,18 @@ class MatmulKernel:
             tensors = None
             if is_out_of_memory(exc):
                 empty_cache(self.torch, self.info)
-                return ShapeResult(m, n, k, "oom", error="out of memory", dtype=self.dtype.name)
+                return ShapeResult(
+                    m, n, k, "oom", error="out of memory", dtype=self.dtype.name, groups=self.groups
+                )
             if isinstance(exc, RuntimeError):
                 text = str(exc).strip().splitlines()[0] if str(exc).strip() else "error"
-                return ShapeResult(m, n, k, "error", error=text[:200], dtype=self.dtype.name)
+                return ShapeResult(
+                    m, n, k, "error", error=text[:200], dtype=self.dtype.name, groups=self.groups
+                )
             raise
         finally:
             del tensors
-        flops = matmul_flops(m, n, k)
+        flops = self.flops(m, n, k)
         return ShapeResult(
             m,
             n,
@@ -250,4 +274,5 @@ class MatmulKernel:
             iterations=iterations,
             dtype=self.dtype.name,
             spread=(max(times.seconds) - times.min_s) / times.median_s,
+            groups=self.groups,
         )

@@ -29,6 +29,7 @@ class ShapeTimeEstimator:
     flush_s: float = 0.0
     alloc_s_per_element: float = 0.0
     rates: list[tuple[float, float]] = field(default_factory=list)  # (flops, FLOP/s)
+    groups: int = 1  # products per call: a grouped run (--groups) multiplies G of each shape
 
     def observe_rate(self, flops: float, seconds: float) -> None:
         if flops > 0 and seconds > 0:
@@ -36,7 +37,7 @@ class ShapeTimeEstimator:
 
     def observe(self, result: ShapeResult) -> None:
         if result.status == "ok" and result.median_tflops:
-            flops = matmul_flops(result.m, result.n, result.k)
+            flops = self.groups * matmul_flops(result.m, result.n, result.k)
             self.rates.append((flops, result.median_tflops * TERA))
 
     def rate_for(self, flops: float) -> float | None:
@@ -47,12 +48,12 @@ class ShapeTimeEstimator:
 
     def __call__(self, shape: tuple[int, int, int]) -> float | None:
         m, n, k = shape
-        flops = matmul_flops(m, n, k)
+        flops = self.groups * matmul_flops(m, n, k)
         rate = self.rate_for(flops)
         if rate is None:
             return None
         compute = (self.warmup + self.iterations) * flops / rate
-        setup = self.alloc_s_per_element * (m * k + k * n + m * n)
+        setup = self.alloc_s_per_element * self.groups * (m * k + k * n + m * n)
         return ESTIMATE_SAFETY * (compute + setup + self.iterations * self.flush_s)
 
 
@@ -70,7 +71,8 @@ def calibrate(
     start = time.perf_counter()
     a, b, c = kernel.prepare(m, n, k)
     kernel.timer.sync()
-    estimator.alloc_s_per_element = (time.perf_counter() - start) / (m * k + k * n + m * n)
+    elements = kernel.groups * (m * k + k * n + m * n)
+    estimator.alloc_s_per_element = (time.perf_counter() - start) / elements
     kernel.flush_buffer()
     kernel.timer.sync()
     start = time.perf_counter()
@@ -86,4 +88,4 @@ def calibrate(
         calls += 1
         if time.perf_counter() >= deadline:
             break
-    estimator.observe_rate(calls * matmul_flops(m, n, k), time.perf_counter() - start)
+    estimator.observe_rate(calls * kernel.flops(m, n, k), time.perf_counter() - start)

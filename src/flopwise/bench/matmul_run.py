@@ -20,6 +20,7 @@ from flopwise.bench.device import (
 )
 from flopwise.bench.matmul import DType, MatmulKernel, ShapeResult, default_dtype, parse_dtype
 from flopwise.bench.matmul_budget import WARMUP_BUDGET_SHARE, ShapeTimeEstimator, calibrate
+from flopwise.bench.matmul_grouped import GroupedMatmulKernel
 from flopwise.bench.matmul_search import (
     SearchHints,
     SearchPolicy,
@@ -75,10 +76,20 @@ class MatmulConfig:
     device_warmup_s: float | None = None
     seed: int = 0
     policy: SearchPolicy = field(default_factory=SearchPolicy)
+    #: G > 1: time one grouped GEMM of G experts per shape (M = tokens per expert), the MoE
+    #: kernel (bench/matmul_grouped.py), over the grid of the given M, N and K
+    groups: int = 1
 
     def __post_init__(self) -> None:
         if self.search not in SEARCHES:
             raise FlopwiseError(f"unknown search {self.search!r}; valid: {', '.join(SEARCHES)}")
+        if self.groups < 1:
+            raise FlopwiseError(f"--groups must be at least 1, got {self.groups}")
+        if self.groups > 1 and not (self.m and self.n and self.k):
+            raise FlopwiseError(
+                f"--groups {self.groups} times the expert GEMMs of a job: give their shapes "
+                "with --m (tokens per expert), --n and --k (lists or ranges)"
+            )
         if self.budget_s is not None and not self.budget_s > 0:
             raise FlopwiseError(f"--budget-s must be positive, got {self.budget_s}")
         if self.iterations is not None and self.iterations < 1:
@@ -114,6 +125,8 @@ class MatmulRun:
     provenance: dict[str, Any]
     skipped_for_budget: int = 0
     torch_dtype: str | None = None
+    groups: int = 1
+    grouped_kernel: str | None = None  # the kernel a grouped run timed (bench/matmul_grouped.py)
 
     def _best(self) -> ShapeResult | None:
         """The shape with the highest median rate over its timed iterations."""
@@ -156,6 +169,8 @@ class MatmulRun:
             "spec_tflops": self.spec_tflops,
             "efficiency": self.efficiency,
             "status": self.status,
+            "groups": self.groups,
+            "grouped_kernel": self.grouped_kernel,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -205,16 +220,21 @@ def run_matmul(
     space = config.space(d)
     iterations = config.iterations or d.iterations
     warmup = d.warmup if config.warmup is None else config.warmup
-    if config.search == "grid":
+    search = "grid" if config.groups > 1 else config.search  # a grouped run measures its shapes
+    if search == "grid":
         budget = config.budget_s
     else:
         budget = config.budget_s if config.budget_s is not None else d.budget_s
-    kernel = MatmulKernel(torch, info, dtype, seed=config.seed)
+    kernel: MatmulKernel
+    if config.groups > 1:
+        kernel = GroupedMatmulKernel(torch, info, dtype, config.groups, seed=config.seed)
+    else:
+        kernel = MatmulKernel(torch, info, dtype, seed=config.seed)
     from flopwise.bench.provenance import provenance
 
     prov = provenance(torch, info)
     results: list[ShapeResult] = []
-    estimator = ShapeTimeEstimator(iterations=iterations, warmup=warmup)
+    estimator = ShapeTimeEstimator(iterations=iterations, warmup=warmup, groups=config.groups)
 
     def measure(shape: tuple[int, int, int]) -> float | None:
         r = kernel.measure(shape, iterations, warmup)
@@ -232,7 +252,7 @@ def run_matmul(
         if budget is not None:
             dws = min(dws, WARMUP_BUDGET_SHARE * budget)
         calibrate(kernel, mid, dws, estimator)
-        if config.search == "grid":
+        if search == "grid":
             trace = grid_search(space, measure, budget_s=budget, estimate_s=estimator, t0=t_start)
         else:
             hints = SearchHints(
@@ -262,7 +282,7 @@ def run_matmul(
         device_name=info.name,
         accelerator=acc,
         dtype=dtype.name,
-        search=config.search,
+        search=search,
         status=status,
         stop_reason=reason,
         results=tuple(results),
@@ -277,6 +297,8 @@ def run_matmul(
         provenance=prov,
         skipped_for_budget=len(skipped),
         torch_dtype=kernel.torch_dtype,
+        groups=config.groups,
+        grouped_kernel=kernel.kernel_name if isinstance(kernel, GroupedMatmulKernel) else None,
     )
 
 

@@ -33,6 +33,16 @@ def register(bsub: Any) -> None:
         "--dtype", help="bf16 (accelerator default), fp16, fp32 (CPU default), tf32, fp8"
     )
     p.add_argument("--search", choices=("auto", "grid"), default="auto", help="default auto")
+    p.add_argument(
+        "--groups",
+        type=positive_int,
+        default=1,
+        metavar="G",
+        help="time one grouped GEMM of G experts per shape, the MoE expert kernel "
+        "(torch._grouped_mm, else a torch.mm per expert): --m is tokens per expert, and every "
+        "shape of the --m/--n/--k grid is measured. --measured then prices a plan's expert "
+        "GEMMs from these shapes, not from dense ones (default 1: dense GEMMs)",
+    )
     for dim in ("m", "n", "k"):
         g = p.add_mutually_exclusive_group()
         g.add_argument(
@@ -94,6 +104,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         iterations=args.iterations,
         warmup=args.warmup,
         seed=args.seed,
+        groups=args.groups,
     )
 
 
@@ -138,15 +149,16 @@ def run(args: argparse.Namespace) -> int:
     info = resolve_device(config.device)
     d = defaults_for(info)
     space = config.space(d)
-    total = space.size if config.search == "grid" else None
+    search = "grid" if config.groups > 1 else config.search
+    total = space.size if search == "grid" else None
     budget = (
         config.budget_s
         if config.budget_s is not None
-        else (None if config.search == "grid" else d.budget_s)
+        else (None if search == "grid" else d.budget_s)
     )
     with (
         terminate_as_interrupt(),
-        bench_view.matmul_progress(config.search, total, budget) as on_shape,
+        bench_view.matmul_progress(search, total, budget) as on_shape,
     ):
         result = run_matmul(config, on_shape, info=info)
     keep_and_show("matmul", result, info, args, bench_view.show_matmul)

@@ -22,7 +22,11 @@ experts) costs
 When `Hardware.matmul_shape_tflops` holds measured shapes (``flopwise bench matmul``) for the
 dtype, the model is corrected to them: the ratio measured/modelled time at each measured shape
 is interpolated in log(M), log(N), log(K) (inverse-distance weights), so a measured shape is
-reproduced exactly and nearby shapes move with it.
+reproduced exactly and nearby shapes move with it. A grouped GEMM (MoE experts) is corrected
+to the measured grouped shapes instead when `Hardware.matmul_grouped_shape_tflops` holds any
+for the dtype (``bench matmul --groups``): the ratio at each is against this model's grouped
+estimate, interpolated in log(groups), log(M), log(N), log(K); without them it takes the dense
+correction, the device's kernels being faster or slower than the model alike.
 """
 
 from __future__ import annotations
@@ -301,8 +305,8 @@ def gemm_estimate(
     )
     kernel_s = _smooth_max(plan.compute_s, plan.input_s) + plan.output_s + KERNEL_FILL_DRAIN_S
     corr = 1.0
-    if hw.matmul_shape_tflops:
-        corr = shape_correction(m, n, k, hw, dtype)
+    if hw.matmul_shape_tflops or hw.matmul_grouped_shape_tflops:
+        corr = gemm_correction(m, n, k, hw, dtype, batch, grouped)
         kernel_s *= corr
     return GemmEstimate(
         time_s=kernel_s + KERNEL_LAUNCH_S,
@@ -387,6 +391,53 @@ def gemm_tflops(
     return gemm_estimate(m, n, k, hw, dtype, batch, **kw).tflops
 
 
+def gemm_correction(
+    m: int, n: int, k: int, hw: Hardware, dtype: str, groups: int = 1, grouped: bool = False
+) -> float:
+    """Measured/modelled kernel-time ratio of a GEMM: a grouped kernel's from the measured
+    grouped shapes of its dtype where there are any (``grouped_shape_correction``), else (and
+    for every other GEMM) from the measured dense shapes (``shape_correction``); 1 without
+    measurements."""
+    if grouped and _grouped_table(hw, dtype):
+        return grouped_shape_correction(groups, m, n, k, hw, dtype)
+    return shape_correction(m, n, k, hw, dtype) if hw.matmul_shape_tflops else 1.0
+
+
+def _grouped_table(hw: Hardware, dtype: str) -> list[tuple[str, int, int, int, int, float]]:
+    """The measured grouped shapes of `dtype` (fp16 runs on bf16's tensor cores)."""
+    table = [row for row in hw.matmul_grouped_shape_tflops if row[0] == dtype]
+    if not table and dtype == "fp16":
+        table = [row for row in hw.matmul_grouped_shape_tflops if row[0] == "bf16"]
+    return table
+
+
+def grouped_shape_correction(
+    groups: int, m: int, n: int, k: int, hw: Hardware, dtype: str
+) -> float:
+    """Measured/modelled time ratio of a grouped GEMM of `groups` (m x k) @ (k x n) products,
+    interpolated over the measured grouped shapes in (log2 groups, log2 M, log2 N, log2 K)."""
+    hit = _CORRECTION_CACHE.get((id(hw), f"grouped:{dtype}"))
+    if hit is not None and hit[0] is hw:
+        points = hit[1]
+    else:
+        bare = replace(hw, matmul_shape_tflops=(), matmul_grouped_shape_tflops=())
+        found = []
+        for _, g, gm, gn, gk, tflops in _grouped_table(hw, dtype):
+            if tflops <= 0 or min(g, gm, gn, gk) <= 0:
+                continue
+            model = gemm_estimate(gm, gn, gk, bare, dtype, g, grouped=True).kernel_s
+            measured = 2.0 * g * gm * gn * gk / (tflops * TERA)
+            logs = (math.log2(g), math.log2(gm), math.log2(gn), math.log2(gk))
+            found.append((*logs, math.log(measured / model)))
+        points = tuple(found)
+        if len(_CORRECTION_CACHE) > 256:
+            _CORRECTION_CACHE.clear()
+        _CORRECTION_CACHE[(id(hw), f"grouped:{dtype}")] = (hw, points)
+    if not points:
+        return 1.0
+    return _interpolate(points, math.log2(max(groups, 1)), math.log2(m), math.log2(n), math.log2(k))
+
+
 def shape_correction(m: int, n: int, k: int, hw: Hardware, dtype: str) -> float:
     """Measured/modelled kernel-time ratio at (m, n, k), interpolated over measured shapes."""
     points = _corrections(hw, dtype)
@@ -395,7 +446,7 @@ def shape_correction(m: int, n: int, k: int, hw: Hardware, dtype: str) -> float:
     return _interpolate(points, math.log2(m), math.log2(n), math.log2(k))
 
 
-def _corrections(hw: Hardware, dtype: str) -> tuple[tuple[float, float, float, float], ...]:
+def _corrections(hw: Hardware, dtype: str) -> _Points:
     """(log2 M, log2 N, log2 K, log(measured/modelled time)) per measured shape of `dtype`."""
     hit = _CORRECTION_CACHE.get((id(hw), dtype))
     if hit is not None and hit[0] is hw:
@@ -403,7 +454,7 @@ def _corrections(hw: Hardware, dtype: str) -> tuple[tuple[float, float, float, f
     table = [row for row in hw.matmul_shape_tflops if row[0] == dtype]
     if not table and dtype == "fp16":
         table = [row for row in hw.matmul_shape_tflops if row[0] == "bf16"]
-    bare = replace(hw, matmul_shape_tflops=())
+    bare = replace(hw, matmul_shape_tflops=(), matmul_grouped_shape_tflops=())
     points = []
     for _, m, n, k, tflops in table:
         if tflops <= 0 or min(m, n, k) <= 0:
@@ -417,18 +468,19 @@ def _corrections(hw: Hardware, dtype: str) -> tuple[tuple[float, float, float, f
     return tuple(points)
 
 
-#: (id(hardware), dtype) -> (hardware, points); the hardware is kept so its id is not reused.
-_Points = tuple[tuple[float, float, float, float], ...]
+#: (id(hardware), dtype or "grouped:<dtype>") -> (hardware, points: the coordinates in log2,
+#: then the log ratio); the hardware is kept so its id is not reused.
+_Points = tuple[tuple[float, ...], ...]
 _CORRECTION_CACHE: dict[tuple[int, str], tuple[Hardware, _Points]] = {}
 
 
-def _interpolate(
-    points: tuple[tuple[float, float, float, float], ...], x: float, y: float, z: float
-) -> float:
-    """Inverse-distance (Shepard) weighting of log ratios in (log2 M, log2 N, log2 K)."""
+def _interpolate(points: _Points, *at: float) -> float:
+    """Inverse-distance (Shepard) weighting of log ratios in log2 coordinates ((M, N, K), or
+    (groups, M, N, K) for grouped shapes): each point is its coordinates, then its log ratio."""
     num = den = 0.0
-    for px, py, pz, log_ratio in points:
-        d2 = (px - x) ** 2 + (py - y) ** 2 + (pz - z) ** 2
+    for point in points:
+        log_ratio = point[-1]
+        d2 = sum((p - x) ** 2 for p, x in zip(point[:-1], at, strict=True))
         if d2 < 1e-12:
             return math.exp(log_ratio)
         wgt = 1.0 / d2 ** (SHAPE_INTERPOLATION_POWER / 2)

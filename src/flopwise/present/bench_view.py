@@ -154,9 +154,12 @@ def show_matmul(doc: dict[str, Any], result_id: int | None = None) -> None:
         for r in top
     ]
     c = console()
+    grouped = (
+        f" (grouped, {doc['groups']} experts per call)" if (doc.get("groups") or 1) > 1 else ""
+    )
     c.print(
         table(
-            f"Best shapes of {len(doc['results'])} tried on {doc['device']} "
+            f"Best shapes{grouped} of {len(doc['results'])} tried on {doc['device']} "
             f"({doc['device_name']}), {doc['dtype']}, search {doc['search']}",
             ["M x N x K", "median TFLOPS", "max TFLOPS", "spread", "median ms"],
             rows,
@@ -168,6 +171,13 @@ def show_matmul(doc: dict[str, Any], result_id: int | None = None) -> None:
             f"skipped {len(skipped)} shape(s): "
             + ", ".join(f"{_shape((r['m'], r['n'], r['k']))} ({r['status']})" for r in skipped[:5])
             + (" ..." if len(skipped) > 5 else "")
+        )
+    groups = int(doc.get("groups") or 1)
+    if groups > 1:
+        c.print(
+            f"grouped GEMM: {groups} experts per call, each M x N x K (M: tokens per expert), "
+            f"kernel {doc.get('grouped_kernel')}; TFLOPS count all {groups} products. "
+            "--measured prices expert GEMMs from these shapes; the dense MAMF is not changed"
         )
     spec = doc.get("spec_tflops")
     c.print(

@@ -17,9 +17,11 @@ def _headline(r: StoredResult) -> str | None:
     s = r.summary
     if r.kind == "matmul" and isinstance(s.get("best_tflops"), (int, float)):
         shape = "x".join(str(v) for v in s.get("best_shape") or [])
+        groups = s.get("groups") or 1
+        what = f"grouped x{groups} ({s.get('grouped_kernel')}), " if groups > 1 else ""
         return (
             f"{s['best_tflops']:,.3f} TFLOPS {s.get('dtype', '')} at {shape} "
-            f"({s.get('shapes_tried', '?')} shapes, {s.get('search', '')})"
+            f"({what}{s.get('shapes_tried', '?')} shapes, {s.get('search', '')})"
         )
     if r.kind == "memory" and isinstance(s.get("triad_gbps"), (int, float)):
         return f"triad {s['triad_gbps']:,.1f} GB/s, copy {s.get('copy_gbps') or 0:,.1f} GB/s"

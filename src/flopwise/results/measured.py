@@ -3,7 +3,9 @@
 Contract with the benchmarks (the `summary` each stores):
 - matmul: ``{"dtype": "bf16", "search": "auto"|"grid", "best_tflops": float, ...}``, read
   per dtype (matmul_by_dtype); the payloads' per-shape ``results`` become
-  ``Hardware.matmul_shape_tflops`` (results/matmul_shapes.py)
+  ``Hardware.matmul_shape_tflops`` (results/matmul_shapes.py). A grouped run (``"groups"``
+  G > 1, ``bench matmul --groups``) times MoE expert kernels: its shapes become
+  ``Hardware.matmul_grouped_shape_tflops`` (grouped_by_dtype) and never the MAMF
 - memory: ``{"triad_gbps": float, ...}`` (BabelStream triad is the bandwidth planners use)
 - comms:  ``{"op": "all_reduce", "busbw_gbps": float, "group": "intra"|"inter"|"all",
   "nodes": int, "tier": "intra"|"inter", "busbw_basis": "per_gpu"|"per_node",
@@ -25,7 +27,12 @@ from flopwise.hardware import CPU_ID, Hardware, Origin
 
 # `hardware_for` moved beside Hardware; re-exported for existing imports.
 from flopwise.hardware import hardware_for as hardware_for
-from flopwise.results.matmul_shapes import ShapeRow, shape_table
+from flopwise.results.matmul_shapes import (
+    GroupedShapeRow,
+    ShapeRow,
+    grouped_shape_table,
+    shape_table,
+)
 from flopwise.results.store import ResultStore, StoredResult
 
 #: How many stored runs of one kind and device --measured reads (newest first): matmul runs
@@ -45,12 +52,21 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
     pinned = None if selector == "latest" else _select_any(store, hw.id, selector)
     matmul = [r for r in store.list("matmul", hw.id, limit=SCAN_ROWS) if r.status == "complete"]
     if pinned is not None and pinned.kind == "matmul":
-        # the pinned run starts its dtype's window; that dtype's newer runs are not read
-        dtype = pinned.summary.get("dtype", "bf16")
+        # the pinned run starts its dtype's window (of dense or of grouped runs); that
+        # window's newer runs are not read
+        dtype, grouped = pinned.summary.get("dtype", "bf16"), _groups(pinned) > 1
         matmul = [pinned] + [
-            r for r in matmul if r.id < pinned.id or r.summary.get("dtype", "bf16") != dtype
+            r
+            for r in matmul
+            if r.id < pinned.id
+            or r.summary.get("dtype", "bf16") != dtype
+            or (_groups(r) > 1) != grouped
         ]
-    by_dtype = matmul_by_dtype(matmul)
+    dense = [r for r in matmul if _groups(r) == 1]
+    by_dtype = matmul_by_dtype(dense)
+    for grouped_rows, grouped_ref in grouped_by_dtype(matmul).values():
+        found = True
+        hw = hw.with_grouped_shape_table(grouped_rows, grouped_ref)
     for dtype, (rate, rate_ref, rows, rows_ref) in by_dtype.items():
         found = True
         values[f"matmul_tflops:{dtype}"] = (rate, rate_ref)
@@ -163,6 +179,40 @@ def matmul_by_dtype(
             f"result {best.id} ({best.created_at}, {best.host})",
             rows_out,
             f"result{'s' if len(used) > 1 else ''} {ids}",
+        )
+    return out
+
+
+def _groups(run: StoredResult) -> int:
+    """Products per call of a stored matmul run (1: dense; older runs did not say)."""
+    return _int(run.summary.get("groups"), 1)
+
+
+def grouped_by_dtype(
+    runs: list[StoredResult],
+) -> dict[str, tuple[tuple[GroupedShapeRow, ...], str]]:
+    """Per dtype: every grouped shape measured by the complete grouped runs among `runs`
+    (newest first; a pinned run first of all), the newest value of a (groups, m, n, k) winning,
+    and the runs they come from. Grouped runs measure the shapes a user asked for, one job's
+    experts each, so every run adds its shapes; none is a device maximum."""
+    shapes: dict[str, dict[tuple[int, int, int, int], float]] = {}
+    used: dict[str, list[str]] = {}
+    for run in reversed([r for r in runs if _groups(r) > 1]):  # oldest first: newer overwrite
+        dtype = str(run.summary.get("dtype", "bf16"))
+        rows = grouped_shape_table(run.payload, dtype)
+        if not rows:
+            continue
+        used.setdefault(dtype, []).append(str(run.id))
+        table = shapes.setdefault(dtype, {})
+        for _, g, m, n, k, rate in rows:
+            table[(g, m, n, k)] = rate
+    out: dict[str, tuple[tuple[GroupedShapeRow, ...], str]] = {}
+    for dtype, table in shapes.items():
+        ids = list(reversed(used[dtype]))
+        rows_out = tuple((dtype, g, m, n, k, t) for (g, m, n, k), t in sorted(table.items()))
+        out[dtype] = (
+            rows_out,
+            f"grouped result{'s' if len(ids) > 1 else ''} {', '.join(ids)} (bench matmul --groups)",
         )
     return out
 

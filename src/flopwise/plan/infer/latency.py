@@ -21,7 +21,7 @@ from flopwise.hardware import Hardware
 from flopwise.plan.attention_head_dim import head_dim_factor
 from flopwise.plan.attention_rate import model_attention_rate
 from flopwise.plan.efficiency import KERNEL_LAUNCH_S
-from flopwise.plan.gemm import compute_efficiency, roof_fraction, shape_correction
+from flopwise.plan.gemm import compute_efficiency, gemm_correction, roof_fraction
 from flopwise.plan.infer.comm import allreduce_s, node_gpus
 from flopwise.plan.infer.constants import (
     ALLREDUCE_ELEMENT_BYTES,
@@ -247,8 +247,9 @@ def gemm(
         return Breakdown()
     mi = max(1, round(m))
     flops = 2.0 * m * n * k * groups
-    # measured GEMM shapes (bench matmul) scale both roofs by the measured/modelled ratio
-    corr = shape_correction(mi, n, k, hw, r.act_dtype) if hw.matmul_shape_tflops else 1.0
+    # measured GEMM shapes (bench matmul; grouped ones for a grouped kernel) scale both roofs
+    # by the measured/modelled ratio
+    corr = gemm_correction(mi, n, k, hw, r.act_dtype, max(1, round(groups)), grouped)
     eff = shape_efficiency(mi, n, k, hw, r.act_dtype, max(1, round(groups)), row_draws)
     eff *= roof_fraction(grouped)
     compute = corr * flops / (r.gemm_flops_s * eff)

@@ -18,6 +18,16 @@ for dt in bf16 fp8; do
       --n $1 --k $2 --iterations 30 --warmup 5 --out "$OUT/r/grid_${dt}_$1_$2.json" >/dev/null || echo "grid $dt $nk failed"
   done
 done
+# MoE expert kernels (bench matmul --groups): (experts per GPU, N, K) of gate+up and down for
+# Qwen3-30B-A3B (128 experts, EP1 and EP8), GPT-OSS-120B (128, EP8) and DeepSeek-V3 (256, EP8:
+# DeepGEMM's grouped shapes); M is tokens per expert
+for gnk in "128 1536 2048" "128 2048 768" "16 1536 2048" "16 2048 768" "16 5760 2880" "16 2880 2880" "32 4096 7168" "32 7168 2048"; do
+  set -- $gnk
+  log grouped bf16 G=$1 N=$2 K=$3
+  $PY -m flopwise bench matmul --dtype bf16 --groups $1 --m 128 512 2048 4096 --n $2 --k $3 \
+    --iterations 20 --warmup 3 --out "$OUT/r/grouped_bf16_$1_$2_$3.json" >/dev/null || echo "grouped $gnk failed"
+done
+$PY benchmarks/device/grouped_vs_plan.py | tee "$OUT/r/grouped_vs_plan.txt"
 log flush effect
 $PY benchmarks/device/flush_effect.py | tee "$OUT/r/flush_effect.csv"
 log bench memory

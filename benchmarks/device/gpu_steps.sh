@@ -40,4 +40,7 @@ $PY -m flopwise bench step llama-3.1-8b --device cuda --out "$OUT/r/step_8b_4k.j
 $PY -m flopwise bench step llama-3.1-8b --device cuda --seq-len 8192 --out "$OUT/r/step_8b_8k.json"
 $PY -m flopwise bench step llama-3.1-8b --device cuda --seq-len 2048 --microbatch 2 --out "$OUT/r/step_8b_2kx2.json"
 $PY -m flopwise bench step llama-3.1-70b --device cuda --layers 1 --out "$OUT/r/step_70b_1l_4k.json"
+# MoE steps (grouped expert GEMMs): the fine-grained and the coarse end of the MoE rows' error
+$PY -m flopwise bench step qwen3-30b-a3b --device cuda --layers 4 --out "$OUT/r/step_qwen3_30b_4l_4k.json"
+$PY -m flopwise bench step mixtral-8x7b --device cuda --layers 1 --out "$OUT/r/step_mixtral_1l_4k.json"
 log done

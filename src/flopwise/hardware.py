@@ -55,6 +55,7 @@ class Hardware:
     # measured per-GPU busbw per tier and collective: {"intra:all_reduce": 480.0, ...}
     busbw_by_op: Mapping[str, float] = field(default_factory=dict)
     step_calibration: float | None = None  # bench step: measured / predicted tokens/s
+    step_calibration_moe: float | None = None  # the same from a step of an MoE model
     system_id: str | None = None
     origins: Mapping[str, Origin] = field(default_factory=dict)
     accelerator: Accelerator | None = None
@@ -185,6 +186,7 @@ class Hardware:
             "inter_busbw_gbps": self.inter_busbw_gbps,
             "busbw_by_op": dict(self.busbw_by_op),
             "step_calibration": self.step_calibration,
+            "step_calibration_moe": self.step_calibration_moe,
             "system": self.system_id,
             "matmul_shape_tflops": [list(row) for row in self.matmul_shape_tflops],
             "matmul_grouped_shape_tflops": [list(r) for r in self.matmul_grouped_shape_tflops],

@@ -146,10 +146,11 @@ def test_layers_are_reduced_to_fit_the_device() -> None:
         layers_that_fit(spec, 8 * 2**30, 4096, 2)
 
 
-def test_moe_models_are_refused_in_one_line() -> None:
-    r = run_cli("bench", "step", "mixtral-8x7b", "--device", "cpu")
+def test_mla_models_are_refused_in_one_line() -> None:
+    r = run_cli("bench", "step", "deepseek-v3", "--device", "cpu")
     assert r.returncode == 2
-    assert "dense decoder models" in r.stderr and "Traceback" not in r.stderr
+    assert "multi-head latent attention" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
 
 
 def test_adamw_falls_back_to_foreach_where_there_is_no_fused_kernel(

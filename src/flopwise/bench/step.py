@@ -64,6 +64,8 @@ def reduced_model(spec: Any, layers: int, vocab: int) -> Any:
     changes: dict[str, Any] = {"layers": layers, "vocab": vocab, "name": spec.name}
     if spec.sliding_layers:
         changes["sliding_layers"] = min(spec.sliding_layers, layers)
+    if spec.dense_layers:  # an MoE model's dense layers among those kept
+        changes["dense_layers"] = tuple(i for i in spec.dense_layers if i < layers)
     return replace(spec, **changes)
 
 
@@ -268,6 +270,9 @@ def run_step(config: StepConfig, db: str | None = None, on_step: Any = None) -> 
         "reduced": _reduction_text(spec, layers, vocab),
         "hidden": spec.hidden,
         "params": params,
+        # an MoE step calibrates MoE plans only (results/measured.py step_calibration_moe)
+        "moe": small.is_moe,
+        "moe_kernel": _moe_kernel(model),
         "seq_len": seq,
         "microbatch": config.microbatch,
         "world_size": world,
@@ -322,12 +327,18 @@ def _reduction_text(spec: Any, layers: int, vocab: int) -> str:
     return f"reduced to fit the device: {what}; hidden size and layer shapes are the model's"
 
 
+def _moe_kernel(model: Any) -> str | None:
+    """What the MoE layers ran their expert GEMMs with (None for a dense model)."""
+    kernels = {m.kernel for m in model.modules() if type(m).__name__ == "_MoE"}
+    return ", ".join(sorted(kernels)) or None
+
+
 def summary_of(doc: dict[str, Any]) -> dict[str, Any]:
     """The headline stored as the result's summary (read by plan train --measured)."""
     keys = (
         "model", "device", "device_name", "dtype", "layers", "layers_full", "vocab", "seq_len",
         "microbatch", "world_size", "step_time_s", "tokens_per_s", "mfu", "peak_tflops",
-        "calibration", "status",
+        "calibration", "status", "moe", "moe_kernel",
     )  # fmt: skip
     out = {k: doc.get(k) for k in keys}
     pred = doc.get("predicted") or {}

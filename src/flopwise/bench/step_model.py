@@ -4,8 +4,15 @@ The same architecture facts the planner counts: embeddings (tied or not, learned
 pre-norm layers of GQA attention with rotary positions and a (gated) MLP, a final norm and the
 vocabulary projection. Attention runs through `scaled_dot_product_attention` (the fused kernel
 torch picks: FlashAttention/cuDNN on NVIDIA, CK/AOTriton on ROCm, a math kernel on the CPU).
-Dense models only: MoE routing and MLA would need their own kernels to be timed fairly.
-torch is imported only when this module is.
+Mixture-of-experts layers run as frameworks run them (torchtitan's GroupedExperts, Megatron's
+grouped MLP): a router and top-k, the routed tokens sorted by expert into one buffer (each
+expert's rows padded to a multiple of MOE_ALIGN_ROWS, as torchtitan pads for the grouped
+kernel), the experts' gate/up and down projections as two grouped GEMMs
+(``torch._grouped_mm``; one ``torch.mm`` per expert where this torch or device lacks it), and
+the outputs weighted and added back per token; shared experts as a dense MLP beside them. The
+router is softmax, top-k and renormalised for every MoE family: routing math is a sliver of the
+step, and with random weights the load is near uniform, as the planner assumes. Multi-head
+latent attention is not built. torch is imported only when this module is.
 """
 
 from __future__ import annotations
@@ -26,11 +33,20 @@ INIT_STD = 0.02
 _NO_ROPE = ("bloom", "mpt", "gpt2", "opt", "falcon_alibi")
 
 
+#: Rows each expert's group is padded to in the grouped GEMMs' input (torchtitan pads token
+#: groups to 16 rows for torch._grouped_mm's kernels; the planner pads each expert's last tile).
+MOE_ALIGN_ROWS = 16
+
+#: What the MoE layers ran their expert GEMMs with (reported by `bench step`).
+MOE_GROUPED_MM = "torch._grouped_mm"
+MOE_LOOP_MM = "torch.mm per expert"
+
+
 def check_supported(spec: ModelSpec) -> None:
-    if spec.experts or spec.kv_lora_rank:
-        kind = "mixture-of-experts" if spec.experts else "multi-head latent attention"
+    if spec.kv_lora_rank:
         raise FlopwiseError(
-            f"bench step builds dense decoder models; {spec.name} uses {kind} (not supported yet)"
+            f"bench step builds decoder models with multi-head, grouped-query or multi-query "
+            f"attention; {spec.name} uses multi-head latent attention (not supported yet)"
         )
 
 
@@ -68,11 +84,26 @@ class _Attention(nn.Module):
         self.k = nn.Linear(h, s.kv_heads * s.head_dim, bias=qkv_bias)
         self.v = nn.Linear(h, s.kv_heads * s.v_head_dim, bias=qkv_bias)
         self.o = nn.Linear(s.heads * s.v_head_dim, h, bias=s.linear_bias)
+        # query/key norms: per head over head_dim (Qwen3, Gemma 3) or over all heads (OLMo 2)
+        self.q_norm: nn.Module | None = None
+        self.k_norm: nn.Module | None = None
+        if s.qk_norm:
+            self.q_norm, self.k_norm = _norm(s, s.head_dim), _norm(s, s.head_dim)
+        elif s.qk_norm_full:
+            self.q_norm = _norm(s, s.heads * s.head_dim)
+            self.k_norm = _norm(s, s.kv_heads * s.head_dim)
+        self.per_head_norm = s.qk_norm
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None) -> Any:
         b, t, _ = x.shape
-        q = self.q(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
-        k = self.k(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        q, k = self.q(x), self.k(x)
+        if self.q_norm is not None and self.k_norm is not None and not self.per_head_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q = q.view(b, t, self.heads, self.head_dim)
+        k = k.view(b, t, self.kv_heads, self.head_dim)
+        if self.q_norm is not None and self.k_norm is not None and self.per_head_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
         v = self.v(x).view(b, t, self.kv_heads, self.v_head_dim).transpose(1, 2)
         if rope is not None:
             q, k = _rope(q, *rope), _rope(k, *rope)
@@ -84,9 +115,10 @@ class _Attention(nn.Module):
 
 
 class _MLP(nn.Module):
-    def __init__(self, spec: ModelSpec) -> None:
+    def __init__(self, spec: ModelSpec, width: int = 0, bias: bool | None = None) -> None:
         super().__init__()
-        h, f, bias = spec.hidden, spec.ffn, spec.linear_bias
+        h, f = spec.hidden, width or spec.ffn
+        bias = spec.linear_bias if bias is None else bias
         self.gated = spec.gated_mlp
         self.up = nn.Linear(h, f, bias=bias)
         self.gate = nn.Linear(h, f, bias=bias) if self.gated else None
@@ -98,11 +130,88 @@ class _MLP(nn.Module):
         return self.down(F.gelu(self.up(x)))
 
 
-class _Layer(nn.Module):
+class _MoE(nn.Module):
+    """Routed experts (and shared ones) of one MoE layer; see the module docstring."""
+
+    #: the kernel the expert GEMMs run with; falls back to a loop once if the grouped one fails
+    kernel: str = MOE_GROUPED_MM
+
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__()
+        h, f, e = spec.hidden, spec.expert_ffn, spec.experts
+        self.experts, self.top_k, self.gated = e, spec.experts_per_token, spec.gated_mlp
+        up = 2 * f if self.gated else f
+        self.router = nn.Linear(h, e, bias=spec.router_bias)
+        # expert weights stored out x in, as a linear layer's (the NT layout of the GEMMs)
+        self.w_up = nn.Parameter(torch.empty(e, up, h))
+        self.w_down = nn.Parameter(torch.empty(e, h, f))
+        self.b_up = nn.Parameter(torch.empty(e, up)) if spec.expert_bias else None
+        self.b_down = nn.Parameter(torch.empty(e, h)) if spec.expert_bias else None
+        shared = spec.shared_experts * spec.shared_expert_ffn
+        self.shared = _MLP(spec, shared, bias=False) if shared else None
+        self.shared_gate = nn.Linear(h, 1, bias=False) if spec.shared_expert_gate else None
+        if not hasattr(torch, "_grouped_mm"):
+            self.kernel = MOE_LOOP_MM
+
+    def _expert_mm(self, x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor) -> Any:
+        if self.kernel == MOE_GROUPED_MM:
+            try:
+                return torch._grouped_mm(x, w.transpose(-2, -1), offs=offs)
+            except (RuntimeError, NotImplementedError):
+                self.kernel = MOE_LOOP_MM  # this device or dtype has no grouped kernel
+        ends = offs.tolist()
+        starts = [0, *ends[:-1]]
+        out = [x[a:b] @ w[i].t() for i, (a, b) in enumerate(zip(starts, ends, strict=True))]
+        out.append(x.new_zeros(x.shape[0] - ends[-1], w.shape[1]))  # rows past the last group
+        return torch.cat(out)
+
+    def forward(self, x: torch.Tensor) -> Any:
+        shape = x.shape
+        flat = x.reshape(-1, shape[-1])
+        t, k, e = flat.shape[0], self.top_k, self.experts
+        probs = F.softmax(self.router(flat).float(), dim=-1)
+        weight, expert = probs.topk(k, dim=-1)
+        weight = (weight / weight.sum(-1, keepdim=True)).to(x.dtype)
+        # sort the (token, choice) pairs by expert; each expert's rows padded to the alignment
+        order = expert.reshape(-1).argsort(stable=True)
+        ids = expert.reshape(-1)[order]
+        counts = torch.bincount(ids, minlength=e)
+        padded = (counts + MOE_ALIGN_ROWS - 1) // MOE_ALIGN_ROWS * MOE_ALIGN_ROWS
+        offs = torch.cumsum(padded, 0).to(torch.int32)
+        rank = torch.arange(t * k, device=x.device) - (torch.cumsum(counts, 0) - counts)[ids]
+        dest = (offs - padded)[ids] + rank
+        rows = t * k + MOE_ALIGN_ROWS * e  # a bound on the padded rows: no host sync for it
+        routed = flat.new_zeros(rows, shape[-1]).index_put((dest,), flat[order // k])
+        hidden = self._expert_mm(routed, self.w_up, offs)
+        if self.b_up is not None and self.b_down is not None:
+            row_expert = torch.bucketize(torch.arange(rows, device=x.device), offs, right=True)
+            row_expert = row_expert.clamp(max=e - 1)
+            hidden = hidden + self.b_up[row_expert]
+        if self.gated:
+            gate, up = hidden.chunk(2, dim=-1)
+            hidden = F.silu(gate) * up
+        else:
+            hidden = F.gelu(hidden)
+        out = self._expert_mm(hidden, self.w_down, offs)
+        if self.b_down is not None:
+            out = out + self.b_down[row_expert]
+        picked = out[dest] * weight.reshape(-1)[order].unsqueeze(-1)
+        y = flat.new_zeros(flat.shape).index_add(0, order // k, picked)
+        if self.shared is not None:
+            s = self.shared(flat)
+            if self.shared_gate is not None:
+                s = torch.sigmoid(self.shared_gate(flat)) * s
+            y = y + s
+        return y.reshape(shape)
+
+
+class _Layer(nn.Module):
+    def __init__(self, spec: ModelSpec, index: int = 0) -> None:
+        super().__init__()
         self.norm1, self.norm2 = _norm(spec, spec.hidden), _norm(spec, spec.hidden)
-        self.attn, self.mlp = _Attention(spec), _MLP(spec)
+        self.attn = _Attention(spec)
+        moe = spec.is_moe and index not in spec.dense_layers
+        self.mlp: nn.Module = _MoE(spec) if moe else _MLP(spec)
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None) -> Any:
         x = x + self.attn(self.norm1(x), rope)
@@ -121,7 +230,7 @@ class Transformer(nn.Module):
             nn.Embedding(spec.learned_positions, spec.hidden) if spec.learned_positions else None
         )
         self.embed_norm = _norm(spec, spec.hidden) if spec.embedding_norm else None
-        self.layers = nn.ModuleList(_Layer(spec) for _ in range(spec.layers))
+        self.layers = nn.ModuleList(_Layer(spec, i) for i in range(spec.layers))
         self.norm = _norm(spec, spec.hidden)
         self.head = nn.Linear(spec.hidden, spec.vocab, bias=False)
         if spec.tied_embeddings:
@@ -184,6 +293,14 @@ STATE_BYTES_PER_PARAM = 16
 
 def activation_bytes_per_layer(spec: ModelSpec, tokens: int, element_bytes: int) -> int:
     """Activations one layer keeps for backward, roughly: the layer inputs, norms, q/k/v,
-    attention output and MLP intermediates (fused attention stores no s x s scores)."""
+    attention output and MLP intermediates (fused attention stores no s x s scores); an MoE
+    layer keeps its routed copies (inputs and outputs of top-k experts per token, padded) and
+    their intermediates instead of a dense MLP's, plus the shared experts'."""
     mult = 3 if spec.gated_mlp else 2
-    return tokens * (18 * spec.hidden + 2 * mult * spec.ffn) * element_bytes
+    if not spec.is_moe:
+        return tokens * (18 * spec.hidden + 2 * mult * spec.ffn) * element_bytes
+    routed = tokens * spec.experts_per_token + MOE_ALIGN_ROWS * spec.experts
+    shared = spec.shared_experts * spec.shared_expert_ffn
+    per_token = 18 * spec.hidden + 2 * mult * max(spec.ffn if spec.dense_layers else 0, shared)
+    moe = routed * (2 * spec.hidden + 2 * mult * spec.expert_ffn)
+    return (tokens * per_token + moe) * element_bytes

@@ -16,7 +16,9 @@ def register(bsub: Any) -> None:
         "fit the device), time forward + backward + AdamW steps (bf16 on accelerators, fp32 on "
         "the CPU), report tokens/s and MFU next to the planner's prediction for the same job "
         "on the same measured hardware, and store the ratio: plan train --measured uses it as "
-        "this device's calibration. Under torchrun: data parallel, one replica per rank.",
+        "this device's calibration (an MoE model's for MoE plans, a dense one's for dense "
+        "plans). MoE experts run as grouped GEMMs (torch._grouped_mm). Under torchrun: data "
+        "parallel, one replica per rank.",
     )
     p.add_argument("model", metavar="MODEL", help="catalog id, HF repo name or config.json path")
     p.add_argument(

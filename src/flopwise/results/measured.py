@@ -11,7 +11,8 @@ Contract with the benchmarks (the `summary` each stores):
   "nodes": int, "tier": "intra"|"inter", "busbw_basis": "per_gpu"|"per_node",
   "ranks_per_node": int, "peak_busbw_gbps_by_op": {op: float}}`` (peak busbw over sizes);
   each op's peak applies to that op only, converted to per GPU
-- step:   ``{"calibration": measured/predicted tokens/s, ...}`` (bench step)
+- step:   ``{"calibration": measured/predicted tokens/s, "moe": bool, ...}`` (bench step); the
+  newest dense step calibrates dense plans, the newest MoE step MoE plans
 - attention: ``{"dtype": "bf16", "head_dim": 128, "fwd_tflops_inf": float, "fwd_s_half": float,
   "bwd_tflops_inf": float, "bwd_s_half": float, ...}`` (bench attention, 16-bit runs only)
 Only complete runs for the same accelerator id are used.
@@ -117,18 +118,24 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
             f"result {attention.id} ({attention.created_at}, {attention.host}): bench attention "
             f"{attention.summary.get('dtype')}, SDPA backend {attention.summary.get('backend')}",
         )
-    step = pinned if pinned is not None and pinned.kind == "step" else store.latest("step", hw.id)
-    if step is not None and isinstance(step.summary.get("calibration"), (int, float)):
-        cal = float(step.summary["calibration"])
-        if cal > 0:
-            found = True
-            s = step.summary
-            values["step_calibration"] = (
-                cal,
-                f"result {step.id} ({step.created_at}, {step.host}): bench step {s.get('model')} "
-                f"x{s.get('layers')} layers, {s.get('dtype')}, measured / predicted tokens/s; "
-                "compute and memory-bound time divided by it",
-            )
+    # Step calibration: the newest step of a dense model calibrates dense plans, the newest
+    # of an MoE model MoE plans (a pinned step stands for its class).
+    steps = [pinned] if pinned is not None and pinned.kind == "step" else []
+    steps += [r for r in store.list("step", hw.id, limit=SCAN_ROWS) if r.status == "complete"]
+    for step in steps:
+        s = step.summary
+        cal = s.get("calibration")
+        name = "step_calibration_moe" if s.get("moe") else "step_calibration"
+        if name in values or not isinstance(cal, (int, float)) or cal <= 0:
+            continue
+        found = True
+        values[name] = (
+            float(cal),
+            f"result {step.id} ({step.created_at}, {step.host}): bench step {s.get('model')} "
+            f"x{s.get('layers')} layers, {s.get('dtype')}, measured / predicted tokens/s; "
+            "compute and memory-bound time divided by it"
+            + (" (MoE plans only)" if s.get("moe") else " (dense plans only)"),
+        )
     if not found and store.latest("io") is None:  # storage alone: read by goodput
         raise FlopwiseError(
             f"no stored measurements for {hw.id}; run `flopwise bench matmul` and "

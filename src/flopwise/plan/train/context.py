@@ -118,11 +118,13 @@ class ModelContext:
         # a part capped below the power its die's numbers were measured at clocks lower
         self.power_factor = power_clock_share(hw)
         self.compute_fraction = base * self.power_factor
-        if hw.step_calibration:
+        calibration = hw.step_calibration_moe if m.is_moe else hw.step_calibration
+        if calibration:
             # bench step on this device: measured / predicted tokens/s scales every rate the
-            # device's own work runs at (GEMMs, attention, memory-bound ops); not the network
-            self.compute_fraction *= hw.step_calibration
-            self.bw_bytes_s *= hw.step_calibration
+            # device's own work runs at (GEMMs, attention, memory-bound ops); not the network.
+            # A step of an MoE model calibrates MoE plans, a dense one dense plans.
+            self.compute_fraction *= calibration
+            self.bw_bytes_s *= calibration
         norms = m.norms_per_layer * norm_params(m, m.hidden)
         attn = attention_params(m)
         self.dense_layer_params = attn + mlp_params(m, m.ffn) + norms

@@ -141,6 +141,13 @@ class TrainPlan:
             "interval": iv.to_dict(),
         }
 
+    def _measured_inputs(self) -> dict[str, Any]:
+        """The measured hardware numbers this plan used: a bench step calibrates plans of its
+        own class (dense or MoE), so the other class's calibration is not listed."""
+        unused = "step_calibration" if self.model.is_moe else "step_calibration_moe"
+        measured = hardware_by_origin(self.hardware, "measured")
+        return {k: v for k, v in measured.items() if k != unused}
+
     def to_dict(self) -> dict[str, Any]:
         job, best = self.job, self.best
         train_s = self.train_s
@@ -153,7 +160,7 @@ class TrainPlan:
             "model": self.model.name,
             "accelerator": self.hardware.id,
             "system": self.hardware.system_id,
-            "measured": hardware_by_origin(self.hardware, "measured"),
+            "measured": self._measured_inputs(),
             "assumed": {**hardware_by_origin(self.hardware, "assumed"), **c.get("assumed", {})},
             "gpus_per_node": c["gpus_per_node"],
             "dtype": job.dtype,

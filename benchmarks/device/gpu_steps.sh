@@ -28,6 +28,9 @@ for gnk in "128 1536 2048" "128 2048 768" "16 1536 2048" "16 2048 768" "16 5760 
     --iterations 20 --warmup 3 --out "$OUT/r/grouped_bf16_$1_$2_$3.json" >/dev/null || echo "grouped $gnk failed"
 done
 $PY benchmarks/device/grouped_vs_plan.py | tee "$OUT/r/grouped_vs_plan.txt"
+# every GEMM of two jobs' microbatches, as their plans price them
+$PY -m flopwise bench matmul --model qwen3-30b-a3b --ep 8 --out "$OUT/r/job_qwen3_30b_ep8.json" >/dev/null || echo "job qwen3 failed"
+$PY -m flopwise bench matmul --model llama-3.1-8b --out "$OUT/r/job_llama_8b.json" >/dev/null || echo "job llama failed"
 log flush effect
 $PY benchmarks/device/flush_effect.py | tee "$OUT/r/flush_effect.csv"
 log bench memory

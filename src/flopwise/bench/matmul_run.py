@@ -19,7 +19,12 @@ from flopwise.bench.device import (
     resolve_device,
 )
 from flopwise.bench.matmul import DType, MatmulKernel, ShapeResult, default_dtype, parse_dtype
-from flopwise.bench.matmul_budget import WARMUP_BUDGET_SHARE, ShapeTimeEstimator, calibrate
+from flopwise.bench.matmul_budget import (
+    ESTIMATE_SAFETY,
+    WARMUP_BUDGET_SHARE,
+    ShapeTimeEstimator,
+    calibrate,
+)
 from flopwise.bench.matmul_grouped import GroupedMatmulKernel
 from flopwise.bench.matmul_search import (
     SearchHints,
@@ -32,6 +37,8 @@ from flopwise.bench.matmul_search import (
 from flopwise.errors import FlopwiseError
 
 SEARCHES: tuple[str, ...] = ("auto", "grid")
+#: The `search` a run records when it measured a given list of shapes (`shapes`), a job's.
+SHAPES_SEARCH = "shapes"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,12 +86,21 @@ class MatmulConfig:
     #: G > 1: time one grouped GEMM of G experts per shape (M = tokens per expert), the MoE
     #: kernel (bench/matmul_grouped.py), over the grid of the given M, N and K
     groups: int = 1
+    #: an explicit list of (groups, m, n, k) to measure instead of a search: the GEMMs one job
+    #: prices (plan/train/gemm_shapes.py, `bench matmul --model`); `label` names the job
+    shapes: tuple[tuple[int, int, int, int], ...] | None = None
+    label: str | None = None
 
     def __post_init__(self) -> None:
         if self.search not in SEARCHES:
             raise FlopwiseError(f"unknown search {self.search!r}; valid: {', '.join(SEARCHES)}")
         if self.groups < 1:
             raise FlopwiseError(f"--groups must be at least 1, got {self.groups}")
+        if self.shapes is not None:
+            if not self.shapes:
+                raise FlopwiseError("no GEMM shapes to measure")
+            if any(min(shape) < 1 for shape in self.shapes):
+                raise FlopwiseError(f"GEMM shapes must be positive, got {self.shapes}")
         if self.groups > 1 and not (self.m and self.n and self.k):
             raise FlopwiseError(
                 f"--groups {self.groups} times the expert GEMMs of a job: give their shapes "
@@ -98,6 +114,12 @@ class MatmulConfig:
             raise FlopwiseError(f"--warmup must not be negative, got {self.warmup}")
 
     def space(self, d: Defaults) -> SearchSpace:
+        if self.shapes:  # the sizes the listed shapes use (what the run's `ranges` report)
+            return SearchSpace(
+                m=tuple(sorted({s[1] for s in self.shapes})),
+                n=tuple(sorted({s[2] for s in self.shapes})),
+                k=tuple(sorted({s[3] for s in self.shapes})),
+            )
         default = values_from_range(*d.range)
         return SearchSpace(m=self.m or default, n=self.n or default, k=self.k or default)
 
@@ -127,11 +149,14 @@ class MatmulRun:
     torch_dtype: str | None = None
     groups: int = 1
     grouped_kernel: str | None = None  # the kernel a grouped run timed (bench/matmul_grouped.py)
+    label: str | None = None  # the job whose GEMMs a `shapes` run measured
 
     def _best(self) -> ShapeResult | None:
-        """The shape with the highest median rate over its timed iterations."""
+        """The shape with the highest median rate over its timed iterations (a run that also
+        timed grouped GEMMs: the best dense one, the device's GEMM rate)."""
         ok = [r for r in self.results if r.status == "ok" and r.median_tflops is not None]
-        return max(ok, key=lambda r: r.median_tflops or 0.0) if ok else None
+        dense = [r for r in ok if r.groups == 1]
+        return max(dense or ok, key=lambda r: r.median_tflops or 0.0) if ok else None
 
     @property
     def best_tflops(self) -> float | None:
@@ -171,6 +196,7 @@ class MatmulRun:
             "status": self.status,
             "groups": self.groups,
             "grouped_kernel": self.grouped_kernel,
+            "label": self.label,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -221,7 +247,9 @@ def run_matmul(
     iterations = config.iterations or d.iterations
     warmup = d.warmup if config.warmup is None else config.warmup
     search = "grid" if config.groups > 1 else config.search  # a grouped run measures its shapes
-    if search == "grid":
+    if config.shapes:
+        search = SHAPES_SEARCH
+    if search in ("grid", SHAPES_SEARCH):
         budget = config.budget_s
     else:
         budget = config.budget_s if config.budget_s is not None else d.budget_s
@@ -246,13 +274,27 @@ def run_matmul(
 
     status, reason = "complete", ""
     skipped: list[tuple[int, int, int]] = []
+    grouped_names = kernel.kernel_name if isinstance(kernel, GroupedMatmulKernel) else None
     try:
         mid = (space.m[len(space.m) // 2], space.n[len(space.n) // 2], space.k[len(space.k) // 2])
         dws = d.device_warmup_s if config.device_warmup_s is None else config.device_warmup_s
         if budget is not None:
             dws = min(dws, WARMUP_BUDGET_SHARE * budget)
         calibrate(kernel, mid, dws, estimator)
-        if search == "grid":
+        if config.shapes:
+            listed = _ListedShapes(kernel, config.seed, iterations, warmup, estimator)
+            for shape in config.shapes:
+                left = None if budget is None else budget - (time.monotonic() - t_start)
+                r = listed.measure(shape, left)
+                if r is None:
+                    skipped.append(shape[1:])
+                    continue
+                results.append(r)
+                if on_shape is not None:
+                    on_shape(r, time.monotonic() - t_start)
+            reason = "budget" if skipped else "exhausted"
+            grouped_names = listed.grouped_kernel_names()
+        elif search == "grid":
             trace = grid_search(space, measure, budget_s=budget, estimate_s=estimator, t0=t_start)
         else:
             hints = SearchHints(
@@ -268,8 +310,9 @@ def run_matmul(
                 estimate_s=estimator,
                 t0=t_start,
             )
-        reason = trace.stop_reason
-        skipped = trace.skipped_for_budget
+        if not config.shapes:
+            reason = trace.stop_reason
+            skipped = trace.skipped_for_budget
     except KeyboardInterrupt:
         status, reason = "interrupted", "interrupted"
     if status == "complete" and not any(r.status == "ok" for r in results):
@@ -298,8 +341,60 @@ def run_matmul(
         skipped_for_budget=len(skipped),
         torch_dtype=kernel.torch_dtype,
         groups=config.groups,
-        grouped_kernel=kernel.kernel_name if isinstance(kernel, GroupedMatmulKernel) else None,
+        grouped_kernel=grouped_names,
+        label=config.label,
     )
+
+
+class _ListedShapes:
+    """Measures a list of (groups, m, n, k): dense ones with the run's kernel, grouped ones with
+    one grouped kernel per group count (made on first use), within what is left of a budget."""
+
+    def __init__(
+        self,
+        dense: MatmulKernel,
+        seed: int,
+        iterations: int,
+        warmup: int,
+        estimator: ShapeTimeEstimator,
+    ) -> None:
+        self.dense, self.seed = dense, seed
+        self.iterations, self.warmup, self.estimator = iterations, warmup, estimator
+        self.grouped: dict[int, GroupedMatmulKernel | str] = {}  # a str: why it cannot run
+
+    def _kernel(self, groups: int) -> MatmulKernel | str:
+        if groups == 1:
+            return self.dense
+        if groups not in self.grouped:
+            d = self.dense
+            try:
+                self.grouped[groups] = GroupedMatmulKernel(
+                    d.torch, d.info, d.dtype, groups, seed=self.seed
+                )
+            except FlopwiseError as exc:
+                self.grouped[groups] = str(exc)
+        return self.grouped[groups]
+
+    def measure(self, shape: tuple[int, int, int, int], left_s: float | None) -> ShapeResult | None:
+        """The shape's result, or None when the budget left cannot fit it."""
+        groups, m, n, k = shape
+        kernel = self._kernel(groups)
+        if isinstance(kernel, str):
+            return ShapeResult(m, n, k, "error", error=kernel[:200], groups=groups)
+        flops = kernel.flops(m, n, k)
+        rate = self.estimator.rate_for(flops)
+        if left_s is not None and rate:
+            need = (self.warmup + self.iterations) * flops / rate
+            if ESTIMATE_SAFETY * need > left_s:
+                return None
+        r = kernel.measure((m, n, k), self.iterations, self.warmup)
+        if r.status == "ok" and r.median_s:
+            self.estimator.observe_rate(flops, r.median_s)
+        return r
+
+    def grouped_kernel_names(self) -> str | None:
+        names = {k.kernel_name for k in self.grouped.values() if not isinstance(k, str)}
+        return ", ".join(sorted(names)) or None
 
 
 def _failures(results: list[ShapeResult]) -> str:

@@ -59,6 +59,30 @@ def register(bsub: Any) -> None:
             metavar="N",
             help=f"{dim.upper()} sizes as a list",
         )
+    job = p.add_argument_group(
+        "a job's GEMMs (--model): measure the shapes its training plan prices, then "
+        "`plan train ... --measured` uses them"
+    )
+    job.add_argument(
+        "--model",
+        metavar="MODEL",
+        help="catalog id, HF repo name or config.json: time every GEMM shape (forward, data and "
+        "weight gradient; experts as grouped GEMMs) one microbatch of it runs per GPU",
+    )
+    job.add_argument("--tp", type=positive_int, default=1, metavar="N", help="tensor parallel")
+    job.add_argument("--ep", type=positive_int, default=1, metavar="N", help="expert parallel")
+    job.add_argument("--cp", type=positive_int, default=1, metavar="N", help="context parallel")
+    job.add_argument(
+        "--seq-len", type=positive_int, metavar="N", help="tokens per sequence (CPU 256, else 4096)"
+    )
+    job.add_argument(
+        "--microbatch", type=positive_int, default=1, metavar="N", help="sequences per microbatch"
+    )
+    job.add_argument(
+        "--framework", default="generic", metavar="NAME",
+        help="framework profile whose GEMMs are priced (torchtitan runs q, k, v and gate, up "
+        "as separate GEMMs); default generic",
+    )  # fmt: skip
     p.add_argument(
         "--budget-s",
         type=positive_float,
@@ -93,7 +117,10 @@ def config_from_args(args: argparse.Namespace) -> Any:
         parse_device_spec(args.device)
     if args.dtype is not None:
         parse_dtype(args.dtype)
+    shapes, label = _job_shapes(args)
     return MatmulConfig(
+        shapes=shapes,
+        label=label,
         device=args.device,
         dtype=args.dtype,
         search=args.search,
@@ -106,6 +133,44 @@ def config_from_args(args: argparse.Namespace) -> Any:
         seed=args.seed,
         groups=args.groups,
     )
+
+
+def _job_shapes(args: argparse.Namespace) -> tuple[Any, str | None]:
+    """((groups, m, n, k), ...) and a label for --model; (None, None) without it."""
+    from flopwise.errors import FlopwiseError
+
+    if args.model is None:
+        for flag in ("tp", "ep", "cp", "microbatch"):
+            if getattr(args, flag) != 1:
+                raise FlopwiseError(f"--{flag} describes a job: it goes with --model")
+        if args.seq_len is not None or args.framework != "generic":
+            raise FlopwiseError("--seq-len and --framework describe a job: they go with --model")
+        return None, None
+    given = [f"--{d}" for d in ("m", "n", "k") if getattr(args, d) or getattr(args, f"{d}_range")]
+    if given or args.groups != 1 or args.search != "auto":
+        what = ", ".join(given + (["--groups"] if args.groups != 1 else []))
+        raise FlopwiseError(
+            f"--model measures the job's own shapes; drop {what or '--search'} (or --model)"
+        )
+    from flopwise.bench.device import parse_device_spec
+    from flopwise.plan.train.frameworks import get_profile
+    from flopwise.plan.train.gemm_shapes import training_gemm_shapes
+    from flopwise.workload.hf import load_model
+
+    get_profile(args.framework)  # a one-line error for an unknown profile
+    kind, _ = parse_device_spec(args.device or "auto")
+    seq = args.seq_len or (256 if kind == "cpu" else 4096)
+    spec = load_model(args.model)
+    dtype = "fp8" if (args.dtype or "").lower() in ("fp8", "float8", "e4m3") else "bf16"
+    found = training_gemm_shapes(
+        spec, tp=args.tp, ep=args.ep, cp=args.cp, seq_len=seq, microbatch=args.microbatch,
+        dtype=dtype, framework=args.framework,
+    )  # fmt: skip
+    label = (
+        f"{spec.name} training microbatch: tp {args.tp}, ep {args.ep}, cp {args.cp}, "
+        f"{args.microbatch} x {seq} tokens, framework {args.framework}"
+    )
+    return tuple((g.groups, g.m, g.n, g.k) for g in found), label
 
 
 def _devices(text: str) -> list[str]:
@@ -150,12 +215,11 @@ def run(args: argparse.Namespace) -> int:
     d = defaults_for(info)
     space = config.space(d)
     search = "grid" if config.groups > 1 else config.search
-    total = space.size if search == "grid" else None
-    budget = (
-        config.budget_s
-        if config.budget_s is not None
-        else (None if search == "grid" else d.budget_s)
-    )
+    if config.shapes:
+        search = "shapes"
+    total = len(config.shapes) if config.shapes else (space.size if search == "grid" else None)
+    listed = search in ("grid", "shapes")
+    budget = config.budget_s if config.budget_s is not None else (None if listed else d.budget_s)
     with (
         terminate_as_interrupt(),
         bench_view.matmul_progress(search, total, budget) as on_shape,

@@ -43,7 +43,7 @@ def matmul_progress(
         console=_stderr_console(),
         transient=True,
     ) as bar:
-        by_time = search != "grid" and budget_s is not None
+        by_time = search not in ("grid", "shapes") and budget_s is not None
         total = budget_s if by_time else total_shapes
         task = bar.add_task(f"matmul {search}", total=total, info="")
 
@@ -138,14 +138,23 @@ def _pct(value: float | None) -> str:
     return "unknown" if value is None else f"{100 * value:.1f}%"
 
 
+def _grouped_shape(r: dict[str, Any]) -> str:
+    """'MxNxK', or 'G x MxNxK' for a grouped GEMM of G experts (M: tokens per expert)."""
+    shape = _shape((r["m"], r["n"], r["k"]))
+    groups = r.get("groups") or 1
+    return f"{groups} x {shape}" if groups > 1 else shape
+
+
 def show_matmul(doc: dict[str, Any], result_id: int | None = None) -> None:
     """Headline and the best shapes of one matmul run."""
     ok = [r for r in doc["results"] if r["status"] == "ok"]
     skipped = [r for r in doc["results"] if r["status"] != "ok"]
-    top = sorted(ok, key=lambda r: r["median_tflops"] or 0.0, reverse=True)[:TOP_SHAPES]
+    listed = doc.get("search") == "shapes"  # a job's shapes: all of them, in the job's order
+    top = ok if listed else sorted(ok, key=lambda r: r["median_tflops"] or 0.0, reverse=True)
+    top = top if listed else top[:TOP_SHAPES]
     rows = [
         (
-            _shape((r["m"], r["n"], r["k"])),
+            _grouped_shape(r),
             fmt_num(r["median_tflops"], 3),
             fmt_num(r["max_tflops"], 3),
             _pct(r.get("spread")),
@@ -157,11 +166,12 @@ def show_matmul(doc: dict[str, Any], result_id: int | None = None) -> None:
     grouped = (
         f" (grouped, {doc['groups']} experts per call)" if (doc.get("groups") or 1) > 1 else ""
     )
+    what = f"GEMMs of {doc['label']}" if listed and doc.get("label") else f"Best shapes{grouped}"
     c.print(
         table(
-            f"Best shapes{grouped} of {len(doc['results'])} tried on {doc['device']} "
+            f"{what}: {len(doc['results'])} tried on {doc['device']} "
             f"({doc['device_name']}), {doc['dtype']}, search {doc['search']}",
-            ["M x N x K", "median TFLOPS", "max TFLOPS", "spread", "median ms"],
+            ["[G x] M x N x K", "median TFLOPS", "max TFLOPS", "spread", "median ms"],
             rows,
             right=(1, 2, 3, 4),
         )
@@ -173,7 +183,13 @@ def show_matmul(doc: dict[str, Any], result_id: int | None = None) -> None:
             + (" ..." if len(skipped) > 5 else "")
         )
     groups = int(doc.get("groups") or 1)
-    if groups > 1:
+    if listed:
+        c.print(
+            "--measured prices these shapes at these rates (grouped ones in the grouped kernel's "
+            f"table; grouped kernel {doc.get('grouped_kernel') or 'none used'}); the best dense "
+            "rate joins the device's MAMF window like a grid run's"
+        )
+    elif groups > 1:
         c.print(
             f"grouped GEMM: {groups} experts per call, each M x N x K (M: tokens per expert), "
             f"kernel {doc.get('grouped_kernel')}; TFLOPS count all {groups} products. "

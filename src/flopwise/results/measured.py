@@ -166,7 +166,7 @@ def matmul_by_dtype(
         if dtype in closed:
             continue
         windows.setdefault(dtype, []).append(run)
-        if s.get("search", "auto") != "grid":
+        if s.get("search", "auto") not in ("grid", "shapes"):  # a search closes the window
             closed.add(dtype)
     out: dict[str, tuple[float, str, tuple[ShapeRow, ...], str]] = {}
     for dtype, window in windows.items():
@@ -198,13 +198,14 @@ def _groups(run: StoredResult) -> int:
 def grouped_by_dtype(
     runs: list[StoredResult],
 ) -> dict[str, tuple[tuple[GroupedShapeRow, ...], str]]:
-    """Per dtype: every grouped shape measured by the complete grouped runs among `runs`
-    (newest first; a pinned run first of all), the newest value of a (groups, m, n, k) winning,
-    and the runs they come from. Grouped runs measure the shapes a user asked for, one job's
-    experts each, so every run adds its shapes; none is a device maximum."""
+    """Per dtype: every grouped shape measured by the complete runs among `runs` (newest first;
+    a pinned run first of all): grouped runs (`--groups`) and job runs (`--model`, whose
+    payload mixes dense and grouped shapes), the newest value of a (groups, m, n, k) winning,
+    and the runs they come from. Each measures the shapes a user asked for, one job's experts,
+    so every run adds its shapes; none is a device maximum."""
     shapes: dict[str, dict[tuple[int, int, int, int], float]] = {}
     used: dict[str, list[str]] = {}
-    for run in reversed([r for r in runs if _groups(r) > 1]):  # oldest first: newer overwrite
+    for run in reversed(runs):  # oldest first: newer overwrite (grouped and --model runs)
         dtype = str(run.summary.get("dtype", "bf16"))
         rows = grouped_shape_table(run.payload, dtype)
         if not rows:

@@ -132,13 +132,16 @@ def layer_cost(
         qkv = _gemm(ctx, t, (m.heads * m.head_dim) / tp + kv_local * (m.head_dim + m.v_head_dim), h)
     out = _gemm(ctx, t, h, m.heads * m.v_head_dim / tp)
     mult = 2 if m.gated_mlp else 1
-    if ctx.job.profile.separate_projections:
-        # gate and up projections as two GEMMs (torchtitan's FeedForward: w1, w3)
-        up = _gemm(ctx, t, m.ffn / tp, h)
-        dense_up = (mult * up[0], mult * up[1])
-    else:
-        dense_up = _gemm(ctx, t, mult * m.ffn / tp, h)
-    dense_mlp = [dense_up, _gemm(ctx, t, h, m.ffn / tp)] if m.ffn else []
+    dense_mlp: list[tuple[float, float]] = []
+    # (an MoE model whose every layer is MoE runs no dense MLP: its `ffn` is not priced)
+    if m.ffn and ctx.n_moe < m.layers:
+        if ctx.job.profile.separate_projections:
+            # gate and up projections as two GEMMs (torchtitan's FeedForward: w1, w3)
+            up = _gemm(ctx, t, m.ffn / tp, h)
+            dense_up = (mult * up[0], mult * up[1])
+        else:
+            dense_up = _gemm(ctx, t, mult * m.ffn / tp, h)
+        dense_mlp = [dense_up, _gemm(ctx, t, h, m.ffn / tp)]
     moe_mlp: list[tuple[float, float]] = []
     if m.is_moe:
         local = m.experts // ep

@@ -120,41 +120,35 @@ class Hardware:
             return None if row is None else row.busbw_gbps
         if name == "attention_tflops_curve":
             return {k: list(v) for k, v in self.attention_tflops_curve.items()}
-        if name.startswith("matmul_shape_tflops:"):
-            dtype = name.split(":", 1)[1]
-            return sum(1 for row in self.matmul_shape_tflops if row[0] == dtype)  # shapes
-        if name.startswith("matmul_grouped_shape_tflops:"):
-            dtype = name.split(":", 1)[1]
-            return sum(1 for row in self.matmul_grouped_shape_tflops if row[0] == dtype)
+        table, _, dtype = name.partition(":")
+        if dtype and table in ("matmul_shape_tflops", "matmul_grouped_shape_tflops"):
+            return sum(1 for row in getattr(self, table) if row[0] == dtype)  # shapes measured
         return getattr(self, name, None)
+
+    def _with_table(
+        self, field_name: str, rows: tuple[tuple[Any, ...], ...], result_id: str
+    ) -> Hardware:
+        """`field_name`'s rows of the dtypes in `rows` replaced by `rows` (dtype first in each
+        row), each dtype's origin the measurement `result_id`."""
+        dtypes = {row[0] for row in rows}
+        kept = tuple(row for row in getattr(self, field_name) if row[0] not in dtypes)
+        origins = dict(self.origins)
+        for dtype in sorted(dtypes):
+            origins[f"{field_name}:{dtype}"] = Origin("measured", result_id)
+        changes: dict[str, Any] = {field_name: kept + tuple(rows)}
+        return replace(self, origins=MappingProxyType(origins), **changes)
 
     def with_shape_table(
         self, rows: tuple[tuple[str, int, int, int, float], ...], result_id: str
     ) -> Hardware:
         """Add measured GEMM rates by shape (replacing earlier rows of the same dtypes)."""
-        dtypes = {row[0] for row in rows}
-        kept = tuple(row for row in self.matmul_shape_tflops if row[0] not in dtypes)
-        origins = dict(self.origins)
-        for dtype in sorted(dtypes):
-            origins[f"matmul_shape_tflops:{dtype}"] = Origin("measured", result_id)
-        return replace(
-            self, matmul_shape_tflops=kept + tuple(rows), origins=MappingProxyType(origins)
-        )
+        return self._with_table("matmul_shape_tflops", rows, result_id)
 
     def with_grouped_shape_table(
         self, rows: tuple[tuple[str, int, int, int, int, float], ...], result_id: str
     ) -> Hardware:
         """Add measured grouped GEMM rates by shape (replacing earlier rows of the same dtypes)."""
-        dtypes = {row[0] for row in rows}
-        kept = tuple(row for row in self.matmul_grouped_shape_tflops if row[0] not in dtypes)
-        origins = dict(self.origins)
-        for dtype in sorted(dtypes):
-            origins[f"matmul_grouped_shape_tflops:{dtype}"] = Origin("measured", result_id)
-        return replace(
-            self,
-            matmul_grouped_shape_tflops=kept + tuple(rows),
-            origins=MappingProxyType(origins),
-        )
+        return self._with_table("matmul_grouped_shape_tflops", rows, result_id)
 
     def with_attention_curve(
         self, curves: Mapping[str, tuple[float, float]], head_dim: int, result_id: str

@@ -190,18 +190,9 @@ def test_real_cpu_grouped_bench_feeds_a_moe_plan(tmp_path: Path) -> None:
     mem = run_memory(MemoryConfig(device="cpu", array_bytes=2**20, iterations=2))
     with_g, without = tmp_path / "g.sqlite", tmp_path / "d.sqlite"
     for db, runs in ((with_g, (dense, grouped)), (without, (dense,))):
-        for run in runs:
-            save_run(
-                "matmul",
-                summary=run.summary(),
-                payload=run.to_dict(),
-                status=run.status,
-                info=info,
-                db=db,
-            )
-        save_run(
-            "memory", summary=mem.summary(), payload=mem.to_dict(), status=mem.status, info=info, db=db
-        )  # fmt: skip
+        for kind, run in [*(("matmul", r) for r in runs), ("memory", mem)]:
+            kept = {"summary": run.summary(), "payload": run.to_dict(), "status": run.status}
+            save_run(kind, info=info, db=db, **kept)
     hw = hardware_for("cpu", measured="latest", db=str(with_g))
     assert hw.matmul_tflops["fp32"] == dense.best_tflops  # the grouped best is not the MAMF
     measured = {(g, m, n, k): t for _, g, m, n, k, t in hw.matmul_grouped_shape_tflops}

@@ -51,6 +51,7 @@ def test_shapes_refuse_a_bad_job_in_one_line() -> None:
         ("--model", "llama-3.1-8b", "--groups", "8"),
         ("--tp", "2"),
         ("--seq-len", "128"),
+        ("--vocab", "128"),
         ("--model", "llama-3.1-8b", "--framework", "nope"),
     ):
         r = run_cli("bench", "matmul", "--device", "cpu", *args)
@@ -116,7 +117,7 @@ def test_real_cpu_job_run_is_stored_and_read_back(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr[-2000:]
     doc = json.loads(r.stdout)
     assert doc["search"] == "shapes" and doc["status"] == "complete"
-    assert "training microbatch" in doc["label"]
+    assert "training microbatch" in doc["label"] and "vocabulary 512" in doc["label"]
     want = training_gemm_shapes(load_model(str(cfg)), seq_len=64)
     got = {(x["groups"], x["m"], x["n"], x["k"]) for x in doc["results"] if x["status"] == "ok"}
     assert got == {(g.groups, g.m, g.n, g.k) for g in want}

@@ -39,6 +39,11 @@ SUBSTITUTE: dict[str, tuple[str, str]] = {
         "--iterations 2 --warmup 1",
         "tiny budget on the CPU (no accelerator here)",
     ),
+    "flopwise bench matmul --model qwen3-30b-a3b --ep 8": (
+        "flopwise bench matmul --device cpu --model qwen3-30b-a3b --ep 8 --seq-len 64 "
+        "--iterations 1 --warmup 0",
+        "the same job's GEMM shapes at 64 tokens per microbatch, one timed run each",
+    ),
     "flopwise bench memory": (
         "flopwise bench memory --device cpu --array-size 4MiB --iterations 2",
         "tiny arrays on the CPU",

@@ -79,6 +79,11 @@ def register(bsub: Any) -> None:
         "--microbatch", type=positive_int, default=1, metavar="N", help="sequences per microbatch"
     )
     job.add_argument(
+        "--vocab", type=positive_int, metavar="N",
+        help="vocabulary rows of the logits GEMMs (default: CPU 8192, as bench step; else the "
+        "model's)",
+    )  # fmt: skip
+    job.add_argument(
         "--framework", default="generic", metavar="NAME",
         help="framework profile whose GEMMs are priced (torchtitan runs q, k, v and gate, up "
         "as separate GEMMs); default generic",
@@ -143,8 +148,10 @@ def _job_shapes(args: argparse.Namespace) -> tuple[Any, str | None]:
         for flag in ("tp", "ep", "cp", "microbatch"):
             if getattr(args, flag) != 1:
                 raise FlopwiseError(f"--{flag} describes a job: it goes with --model")
-        if args.seq_len is not None or args.framework != "generic":
-            raise FlopwiseError("--seq-len and --framework describe a job: they go with --model")
+        if args.seq_len is not None or args.vocab is not None or args.framework != "generic":
+            raise FlopwiseError(
+                "--seq-len, --vocab and --framework describe a job: they go with --model"
+            )
         return None, None
     given = [f"--{d}" for d in ("m", "n", "k") if getattr(args, d) or getattr(args, f"{d}_range")]
     if given or args.groups != 1 or args.search != "auto":
@@ -152,7 +159,10 @@ def _job_shapes(args: argparse.Namespace) -> tuple[Any, str | None]:
         raise FlopwiseError(
             f"--model measures the job's own shapes; drop {what or '--search'} (or --model)"
         )
+    from dataclasses import replace
+
     from flopwise.bench.device import parse_device_spec
+    from flopwise.bench.step import CPU_DEFAULT_VOCAB
     from flopwise.plan.train.frameworks import get_profile
     from flopwise.plan.train.gemm_shapes import training_gemm_shapes
     from flopwise.workload.hf import load_model
@@ -161,6 +171,9 @@ def _job_shapes(args: argparse.Namespace) -> tuple[Any, str | None]:
     kind, _ = parse_device_spec(args.device or "auto")
     seq = args.seq_len or (256 if kind == "cpu" else 4096)
     spec = load_model(args.model)
+    vocab = args.vocab or (min(spec.vocab, CPU_DEFAULT_VOCAB) if kind == "cpu" else spec.vocab)
+    if vocab != spec.vocab:
+        spec = replace(spec, vocab=vocab)
     dtype = "fp8" if (args.dtype or "").lower() in ("fp8", "float8", "e4m3") else "bf16"
     found = training_gemm_shapes(
         spec, tp=args.tp, ep=args.ep, cp=args.cp, seq_len=seq, microbatch=args.microbatch,
@@ -168,7 +181,7 @@ def _job_shapes(args: argparse.Namespace) -> tuple[Any, str | None]:
     )  # fmt: skip
     label = (
         f"{spec.name} training microbatch: tp {args.tp}, ep {args.ep}, cp {args.cp}, "
-        f"{args.microbatch} x {seq} tokens, framework {args.framework}"
+        f"{args.microbatch} x {seq} tokens, vocabulary {vocab}, framework {args.framework}"
     )
     return tuple((g.groups, g.m, g.n, g.k) for g in found), label
 

@@ -98,8 +98,12 @@ def test_prediction_ignores_an_earlier_calibration(tiny: Path, isolated_home: Pa
     ResultStore(isolated_home / "results.sqlite").add(
         "step", {"calibration": 0.25, "model": "tiny"}, {}, accelerator="cpu"
     )
+    ResultStore(isolated_home / "results.sqlite").add(
+        "step", {"calibration": 0.4, "model": "tiny-moe", "moe": True}, {}, accelerator="cpu"
+    )
     hw, _ = prediction_hardware("cpu", None, "fp32")
     assert hw.step_calibration is None and "step_calibration" not in hw.origins
+    assert hw.step_calibration_moe is None and "step_calibration_moe" not in hw.origins
 
 
 def _h100_plan(db: Path | None, measured: bool) -> dict[str, Any]:

@@ -70,8 +70,11 @@ def prediction_hardware(
             ) from None
         hw = hardware_for(accelerator, None, None, db)
         note = "catalog values (no stored measurements of this device)"
-    origins = {k: v for k, v in hw.origins.items() if k != "step_calibration"}
-    hw = replace(hw, step_calibration=None, origins=MappingProxyType(origins))
+    calibrations = ("step_calibration", "step_calibration_moe")
+    origins = {k: v for k, v in hw.origins.items() if k not in calibrations}
+    hw = replace(
+        hw, step_calibration=None, step_calibration_moe=None, origins=MappingProxyType(origins)
+    )
     if "bf16" not in hw.peak_tflops:
         other = "fp32" if run_dtype == "bf16" else "bf16"
         key = run_dtype if run_dtype in hw.matmul_tflops else other

@@ -154,6 +154,12 @@ class _MoE(nn.Module):
             self.kernel = MOE_LOOP_MM
 
     def _expert_mm(self, x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor) -> Any:
+        kind = x.device.type
+        if torch.is_autocast_enabled(kind):
+            # autocast does not cover the grouped kernel: run it in the autocast dtype, as
+            # frameworks run their experts (bf16 weights and tokens, fp32 master weights)
+            dt = torch.get_autocast_dtype(kind)
+            x, w = x.to(dt), w.to(dt)
         if self.kernel == MOE_GROUPED_MM:
             try:
                 return torch._grouped_mm(x, w.transpose(-2, -1), offs=offs)

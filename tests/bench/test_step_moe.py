@@ -196,18 +196,29 @@ def _no_measured(model: str) -> float:
     return float(json.loads(r.stdout)["step_time_s"])
 
 
-def test_under_bf16_autocast_the_experts_stay_on_the_grouped_kernel() -> None:
+def test_under_bf16_autocast_the_experts_stay_on_the_grouped_kernel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Accelerator steps run under bf16 autocast, which does not cover the grouped kernel: the
-    layer casts tokens and expert weights itself, so the grouped kernel runs (no fallback) and
-    the fp32 master weights get fp32 gradients."""
+    layer casts tokens and expert weights itself, so the grouped kernel gets bf16 operands (as
+    CUDA's requires), runs (no fallback), and the fp32 master weights get fp32 gradients."""
     from flopwise.bench.step_model import MOE_GROUPED_MM, _MoE, build
 
     if not hasattr(torch, "_grouped_mm"):
         pytest.skip("this torch has no grouped kernel")
+    seen: list[tuple[Any, Any]] = []
+    real = torch._grouped_mm
+
+    def spy(a: Any, b: Any, **kw: Any) -> Any:
+        seen.append((a.dtype, b.dtype))
+        return real(a, b, **kw)
+
+    monkeypatch.setattr(torch, "_grouped_mm", spy)
     model = build(_spec("mixtral"), "cpu")
     with torch.autocast("cpu", dtype=torch.bfloat16):
         loss = model(torch.randint(0, 256, (2, 16)))
     loss.backward()
+    assert seen and set(seen) == {(torch.bfloat16, torch.bfloat16)}
     moes = [m for m in model.modules() if isinstance(m, _MoE)]
     assert moes and all(m.kernel == MOE_GROUPED_MM for m in moes)
     assert moes[0].w_up.grad is not None and moes[0].w_up.grad.dtype == torch.float32

@@ -15,7 +15,9 @@ def register(bsub: Any) -> None:
         help="achievable matmul TFLOPS (directed shape search)",
         description="Measure the maximum achievable matmul TFLOPS of a device. The directed "
         "search picks shapes from the device's properties (compute units, 128-byte alignment, "
-        "whole waves) inside the ranges; --search grid measures every shape in them.",
+        "whole waves) inside the ranges; --search grid measures every shape in them; --groups "
+        "times MoE grouped GEMMs at given shapes; --model measures the GEMMs a training job's "
+        "plan prices. Every run is stored, and plans read it with --measured.",
     )
     dev = p.add_mutually_exclusive_group()
     dev.add_argument(
@@ -93,8 +95,8 @@ def register(bsub: Any) -> None:
         type=positive_float,
         metavar="S",
         help="time budget of the whole run, seconds (default 20 on CPU, 60 on accelerators; "
-        "--search grid: none). A shape that cannot finish inside it is not started; the run "
-        "stores what it measured and says the budget ended it",
+        "--search grid, --groups and --model: none). A shape that cannot finish inside it "
+        "is not started; the run stores what it measured and says the budget ended it",
     )
     p.add_argument("--iterations", type=positive_int, metavar="N", help="timed runs per shape")
     p.add_argument("--warmup", type=int, metavar="N", help="untimed runs per shape")

@@ -31,6 +31,7 @@ $PY benchmarks/device/grouped_vs_plan.py | tee "$OUT/r/grouped_vs_plan.txt"
 # every GEMM of two jobs' microbatches, as their plans price them
 $PY -m flopwise bench matmul --model qwen3-30b-a3b --ep 8 --out "$OUT/r/job_qwen3_30b_ep8.json" >/dev/null || echo "job qwen3 failed"
 $PY -m flopwise bench matmul --model llama-3.1-8b --out "$OUT/r/job_llama_8b.json" >/dev/null || echo "job llama failed"
+$PY -m flopwise bench matmul --model qwen3-30b-a3b --tokens 1 8 32 128 512 2048 8192 --out "$OUT/r/serve_qwen3_30b.json" >/dev/null || echo "serve qwen3 failed"
 log flush effect
 $PY benchmarks/device/flush_effect.py | tee "$OUT/r/flush_effect.csv"
 log bench memory

@@ -128,3 +128,51 @@ def test_real_cpu_job_run_is_stored_and_read_back(tmp_path: Path) -> None:
     assert len(hw.matmul_shape_tflops) == sum(1 for g in want if not g.grouped)
     # the best dense rate is the CPU's MAMF (no directed search stored)
     assert hw.matmul_tflops["fp32"] == pytest.approx(doc["best_tflops"])
+
+
+def test_serving_shapes_are_the_forward_gemms_at_each_token_count() -> None:
+    from flopwise.plan.train.gemm_shapes import forward_gemm_shapes
+
+    got = {(g.m, g.n, g.k) for g in forward_gemm_shapes(load_model("llama-3.1-8b"), (1, 512))}
+    pairs = {(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336), (128256, 4096)}
+    assert got == {(t, n, k) for t in (1, 512) for n, k in pairs}
+    moe = forward_gemm_shapes(load_model("qwen3-30b-a3b"), (64, 4096))
+    # 64 tokens x top-8 over 128 experts: 4 rows per expert; 4096 tokens: 256
+    assert {(g.groups, g.m) for g in moe if g.grouped} == {(128, 4), (128, 256)}
+    with pytest.raises(FlopwiseError, match="positive token counts"):
+        forward_gemm_shapes(load_model("llama-3.1-8b"), ())
+
+
+def test_a_slow_serving_run_slows_the_serving_plan(tmp_path: Path) -> None:
+    """A stored --tokens run whose every shape ran at half the model's rate: the serving plan's
+    decode and prefill slow down (its GEMMs are most of both)."""
+    from flopwise.hardware import hardware_from_catalog
+    from flopwise.plan.train.gemm_shapes import forward_gemm_shapes
+
+    plain = hardware_from_catalog("h100-sxm")
+    shapes = forward_gemm_shapes(load_model("llama-3.1-8b"), (1, 16, 64, 256, 1024, 4096, 8192))
+    rows = [
+        {"m": g.m, "n": g.n, "k": g.k, "groups": 1, "status": "ok",
+         "tflops": gemm_estimate(g.m, g.n, g.k, plain, "fp8").tflops / 2}
+        for g in shapes
+    ]  # fmt: skip
+    db = str(tmp_path / "r.sqlite")
+    store = ResultStore(db)
+    # a directed search at the catalog's own fp8 MAMF first: the ceiling stays, only the shape
+    # corrections act
+    mamf = plain.matmul_tflops["fp8"]
+    store.add("matmul", {"dtype": "fp8", "best_tflops": mamf, "search": "auto"}, {},
+              accelerator="h100-sxm")  # fmt: skip
+    store.add(
+        "matmul",
+        {"dtype": "fp8", "best_tflops": max(r["tflops"] for r in rows), "search": "shapes"},
+        {"results": rows},
+        accelerator="h100-sxm",
+    )
+    assert hardware_for("h100-sxm", measured="latest", db=db).matmul_tflops["fp8"] == mamf
+    args = ("plan", "infer", "llama-3.1-8b", "-a", "h100-sxm", "--batch", "16", "--input-len",
+            "2048", "--output-len", "256", "--weight-dtype", "fp8", "--json")  # fmt: skip
+    base = json.loads(run_cli(*args).stdout)
+    slow = json.loads(run_cli(*args, "--measured", "latest", "--db", db).stdout)
+    assert slow["ttft_ms"] > 1.3 * base["ttft_ms"]
+    assert slow["tpot_ms"] > 1.3 * base["tpot_ms"]

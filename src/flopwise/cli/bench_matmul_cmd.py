@@ -62,8 +62,8 @@ def register(bsub: Any) -> None:
             help=f"{dim.upper()} sizes as a list",
         )
     job = p.add_argument_group(
-        "a job's GEMMs (--model): measure the shapes its training plan prices, then "
-        "`plan train ... --measured` uses them"
+        "a job's GEMMs (--model): measure the shapes its training plan (or with --tokens its "
+        "serving passes) prices, then `plan train|infer ... --measured` uses them"
     )
     job.add_argument(
         "--model",
@@ -80,6 +80,11 @@ def register(bsub: Any) -> None:
     job.add_argument(
         "--microbatch", type=positive_int, default=1, metavar="N", help="sequences per microbatch"
     )
+    job.add_argument(
+        "--tokens", type=positive_int, nargs="+", metavar="N",
+        help="serving instead of training: the forward GEMMs of one pass over each of these "
+        "token counts (decode batches, prefill chunks), e.g. --tokens 1 8 64 256 8192",
+    )  # fmt: skip
     job.add_argument(
         "--vocab", type=positive_int, metavar="N",
         help="vocabulary rows of the logits GEMMs (default: CPU 8192, as bench step; else the "
@@ -150,9 +155,14 @@ def _job_shapes(args: argparse.Namespace) -> tuple[Any, str | None]:
         for flag in ("tp", "ep", "cp", "microbatch"):
             if getattr(args, flag) != 1:
                 raise FlopwiseError(f"--{flag} describes a job: it goes with --model")
-        if args.seq_len is not None or args.vocab is not None or args.framework != "generic":
+        if (
+            args.seq_len is not None
+            or args.vocab is not None
+            or args.tokens is not None
+            or args.framework != "generic"
+        ):
             raise FlopwiseError(
-                "--seq-len, --vocab and --framework describe a job: they go with --model"
+                "--seq-len, --tokens, --vocab and --framework describe a job: they go with --model"
             )
         return None, None
     given = [f"--{d}" for d in ("m", "n", "k") if getattr(args, d) or getattr(args, f"{d}_range")]
@@ -166,7 +176,7 @@ def _job_shapes(args: argparse.Namespace) -> tuple[Any, str | None]:
     from flopwise.bench.device import parse_device_spec
     from flopwise.bench.step import CPU_DEFAULT_VOCAB
     from flopwise.plan.train.frameworks import get_profile
-    from flopwise.plan.train.gemm_shapes import training_gemm_shapes
+    from flopwise.plan.train.gemm_shapes import forward_gemm_shapes, training_gemm_shapes
     from flopwise.workload.hf import load_model
 
     get_profile(args.framework)  # a one-line error for an unknown profile
@@ -177,6 +187,18 @@ def _job_shapes(args: argparse.Namespace) -> tuple[Any, str | None]:
     if vocab != spec.vocab:
         spec = replace(spec, vocab=vocab)
     dtype = "fp8" if (args.dtype or "").lower() in ("fp8", "float8", "e4m3") else "bf16"
+    if args.tokens is not None:
+        if args.seq_len is not None or args.cp != 1 or args.microbatch != 1:
+            raise FlopwiseError(
+                "--tokens sets each serving pass's tokens: drop --seq-len, --cp and --microbatch"
+            )
+        found = forward_gemm_shapes(spec, tuple(args.tokens), tp=args.tp, ep=args.ep)
+        passes = ", ".join(str(t) for t in args.tokens)
+        label = (
+            f"{spec.name} serving passes of {passes} tokens: tp {args.tp}, ep {args.ep}, "
+            f"vocabulary {vocab}"
+        )
+        return tuple((g.groups, g.m, g.n, g.k) for g in found), label
     found = training_gemm_shapes(
         spec, tp=args.tp, ep=args.ep, cp=args.cp, seq_len=seq, microbatch=args.microbatch,
         dtype=dtype, framework=args.framework,

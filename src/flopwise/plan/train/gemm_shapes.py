@@ -35,9 +35,12 @@ class JobGemm:
         return self.groups > 1
 
 
-def job_gemm_shapes(model: ModelSpec, hw: Hardware, job: object, layout: Layout) -> list[JobGemm]:
-    """Every distinct GEMM shape (forward, data and weight gradient) the plan of `job` on
-    `layout` prices, sorted. `job` is a plan.train TrainJob."""
+def job_gemm_shapes(
+    model: ModelSpec, hw: Hardware, job: object, layout: Layout, backward: bool = True
+) -> list[JobGemm]:
+    """Every distinct GEMM shape (forward, data and weight gradient; the forward alone when
+    not `backward`) the plan of `job` on `layout` prices, sorted. `job` is a plan.train
+    TrainJob."""
     ctx = ModelContext(model, hw, job)  # type: ignore[arg-type]
     step_breakdown(ctx, layout, 1)
     shapes: set[JobGemm] = set()
@@ -47,7 +50,8 @@ def job_gemm_shapes(model: ModelSpec, hw: Hardware, job: object, layout: Layout)
             continue  # heads-batched attention GEMMs
         mi, ni, ki = (max(int(float(v)), 1) for v in (m, n, k))  # type: ignore[arg-type]
         groups = batch if grouped else 1
-        for a, b, c in ((mi, ni, ki), (mi, ki, ni), (ki, ni, mi)):
+        passes = ((mi, ni, ki), (mi, ki, ni), (ki, ni, mi)) if backward else ((mi, ni, ki),)
+        for a, b, c in passes:
             shapes.add(JobGemm(groups, a, b, c))
     return sorted(shapes)
 
@@ -67,10 +71,12 @@ def training_gemm_shapes(
     microbatch: int = 1,
     dtype: str = "bf16",
     framework: str = "generic",
+    backward: bool = True,
 ) -> list[JobGemm]:
     """The GEMM shapes one training microbatch of `model` runs per GPU under tensor parallelism
     `tp`, expert parallelism `ep` and context parallelism `cp` (data parallel over the experts'
-    ranks; pipeline stages do not change a layer's shapes)."""
+    ranks; pipeline stages do not change a layer's shapes); the forward GEMMs alone when not
+    `backward`."""
     from flopwise.errors import FlopwiseError
     from flopwise.hardware import hardware_from_catalog
     from flopwise.plan.train.job import TrainJob
@@ -93,4 +99,23 @@ def training_gemm_shapes(
         gpus_per_node=gpus,
     )
     layout = Layout(tp=tp, pp=1, dp=ep, cp=cp, ep=ep, microbatch=microbatch)
-    return job_gemm_shapes(model, hardware_from_catalog(SHAPES_REFERENCE_DEVICE), job, layout)
+    hw = hardware_from_catalog(SHAPES_REFERENCE_DEVICE)
+    return job_gemm_shapes(model, hw, job, layout, backward)
+
+
+def forward_gemm_shapes(
+    model: ModelSpec, tokens: tuple[int, ...], *, tp: int = 1, ep: int = 1
+) -> list[JobGemm]:
+    """The forward GEMMs of one pass over each token count in `tokens` (a serving engine's
+    decode batches and prefill chunks): the layers' projections with M the tokens, the experts
+    with M the tokens each receives on average (tokens x top-k x ep / experts, at least 1),
+    and the logits. Shapes only; the serving planner draws each expert's rows around that
+    mean (plan/infer/latency.py) and interpolates between measured shapes."""
+    from flopwise.errors import FlopwiseError
+
+    if not tokens or min(tokens) < 1:
+        raise FlopwiseError(f"--tokens takes positive token counts, got {list(tokens)}")
+    found: set[JobGemm] = set()
+    for t in tokens:
+        found.update(training_gemm_shapes(model, tp=tp, ep=ep, seq_len=t, backward=False))
+    return sorted(found)

@@ -222,3 +222,12 @@ def test_under_bf16_autocast_the_experts_stay_on_the_grouped_kernel(
     moes = [m for m in model.modules() if isinstance(m, _MoE)]
     assert moes and all(m.kernel == MOE_GROUPED_MM for m in moes)
     assert moes[0].w_up.grad is not None and moes[0].w_up.grad.dtype == torch.float32
+
+
+def test_expert_parallelism_outside_torchrun_is_refused_in_one_line(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(CONFIGS["qwen3_moe"]))
+    r = run_cli("bench", "step", str(cfg), "--device", "cpu", "--ep", "2")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "--ep 2" in r.stderr and "--ep 1" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

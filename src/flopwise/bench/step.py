@@ -47,8 +47,13 @@ class StepConfig:
     warmup: int | None = None
     backend: str = "auto"
     timeout_s: float = 300.0
+    #: expert parallelism: 1 (every rank holds every expert, data parallel) or the torchrun
+    #: world size (each rank holds experts/world of them; tokens travel by all-to-all)
+    ep: int = 1
 
     def __post_init__(self) -> None:
+        if self.ep < 1:
+            raise FlopwiseError(f"--ep must be at least 1, got {self.ep}")
         for name in ("layers", "seq_len", "vocab", "steps"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -69,8 +74,11 @@ def reduced_model(spec: Any, layers: int, vocab: int) -> Any:
     return replace(spec, **changes)
 
 
-def layers_that_fit(spec: Any, memory_bytes: int | None, tokens: int, act_bytes: int) -> int:
-    """Most layers (at most the model's) whose state and activations fit the device."""
+def layers_that_fit(
+    spec: Any, memory_bytes: int | None, tokens: int, act_bytes: int, ep: int = 1
+) -> int:
+    """Most layers (at most the model's) whose state and activations fit the device, a rank
+    holding 1/ep of the routed experts."""
     from flopwise.bench.step_model import STATE_BYTES_PER_PARAM, activation_bytes_per_layer
     from flopwise.workload.params import count_params
 
@@ -78,7 +86,8 @@ def layers_that_fit(spec: Any, memory_bytes: int | None, tokens: int, act_bytes:
         return spec.layers
     one = reduced_model(spec, 1, spec.vocab)
     two = reduced_model(spec, 2, spec.vocab)
-    per_layer = count_params(two).total - count_params(one).total
+    experts = count_params(two).experts - count_params(one).experts
+    per_layer = count_params(two).total - count_params(one).total - experts + experts // ep
     fixed = count_params(one).total - per_layer
     budget = FIT_MEMORY_SHARE * memory_bytes - fixed * STATE_BYTES_PER_PARAM
     budget -= tokens * spec.vocab * 4 * 2  # fp32 logits and their gradient
@@ -162,6 +171,16 @@ def run_step(config: StepConfig, db: str | None = None, on_step: Any = None) -> 
     check_supported(spec)
     session = None
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    if config.ep not in (1, world):
+        raise FlopwiseError(
+            f"--ep {config.ep}: expert parallelism spans every rank of the job (--ep {world} "
+            f"under this torchrun) or none (--ep 1)"
+        )
+    if config.ep > 1 and (not spec.is_moe or spec.experts % config.ep):
+        raise FlopwiseError(
+            f"--ep {config.ep} shards experts: {spec.name} has "
+            f"{spec.experts or 'no'} experts, which it does not divide"
+        )
     if world > 1:
         from flopwise.bench import dist
 
@@ -182,7 +201,11 @@ def run_step(config: StepConfig, db: str | None = None, on_step: Any = None) -> 
         layers = min(CPU_DEFAULT_LAYERS, spec.layers)
     else:
         layers = layers_that_fit(
-            reduced_model(spec, spec.layers, vocab), info.memory_bytes, tokens_per_rank, act_bytes
+            reduced_model(spec, spec.layers, vocab),
+            info.memory_bytes,
+            tokens_per_rank,
+            act_bytes,
+            config.ep,
         )
     small = reduced_model(spec, layers, vocab)
     steps = config.steps or (CPU_DEFAULT_STEPS if on_cpu else DEFAULT_STEPS)
@@ -191,16 +214,30 @@ def run_step(config: StepConfig, db: str | None = None, on_step: Any = None) -> 
         if config.warmup is not None
         else (CPU_DEFAULT_WARMUP if on_cpu else DEFAULT_WARMUP)
     )
-    from flopwise.bench.step_model import build, parameter_count
+    from flopwise.bench.step_model import (
+        ExpertParallel,
+        build,
+        expert_parameter_names,
+        parameter_count,
+    )
 
     torch.manual_seed(0)
     device = torch.device(info.spec)
-    model = build(small, device)
+    ep = None
+    if config.ep > 1 and session is not None:
+        import torch.distributed as tdist
+
+        ep = ExpertParallel(tdist.group.WORLD, session.rank, config.ep)
+    model = build(small, device, ep)
     params = parameter_count(model)
     net: Any = model
     if session is not None:
         from torch.nn.parallel import DistributedDataParallel
 
+        if ep is not None:  # each rank's experts are its own: not averaged across ranks
+            DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
+                model, expert_parameter_names(model)
+            )
         ids = [info.index] if info.is_accelerator and info.index is not None else None
         net = DistributedDataParallel(model, device_ids=ids)
     opt, optimizer = make_adamw(torch, model.parameters())
@@ -251,6 +288,7 @@ def run_step(config: StepConfig, db: str | None = None, on_step: Any = None) -> 
         seq_len=seq,
         on_cpu=on_cpu,
         db=db,
+        ep=config.ep,
     )
     peak, peak_source = _peak(acc, dtype, pred)
     mfu = None if tps is None or not peak else flops_per_token * tps / world / (peak * 1e12)
@@ -273,6 +311,7 @@ def run_step(config: StepConfig, db: str | None = None, on_step: Any = None) -> 
         # an MoE step calibrates MoE plans only (results/measured.py step_calibration_moe)
         "moe": small.is_moe,
         "moe_kernel": _moe_kernel(model),
+        "ep": config.ep,
         "seq_len": seq,
         "microbatch": config.microbatch,
         "world_size": world,
@@ -338,7 +377,7 @@ def summary_of(doc: dict[str, Any]) -> dict[str, Any]:
     keys = (
         "model", "device", "device_name", "dtype", "layers", "layers_full", "vocab", "seq_len",
         "microbatch", "world_size", "step_time_s", "tokens_per_s", "mfu", "peak_tflops",
-        "calibration", "status", "moe", "moe_kernel",
+        "calibration", "status", "moe", "moe_kernel", "ep",
     )  # fmt: skip
     out = {k: doc.get(k) for k in keys}
     pred = doc.get("predicted") or {}

@@ -130,23 +130,42 @@ class _MLP(nn.Module):
         return self.down(F.gelu(self.up(x)))
 
 
+class ExpertParallel:
+    """The expert-parallel group a layer's experts are sharded over: `size` ranks (every rank
+    of the torchrun job), this one `rank` among them, holding experts [rank*L, (rank+1)*L)."""
+
+    def __init__(self, group: Any, rank: int, size: int) -> None:
+        self.group, self.rank, self.size = group, rank, size
+
+    def exchange(self, x: torch.Tensor, send: list[int], receive: list[int]) -> Any:
+        """All-to-all of rows (`send[j]` to rank j, `receive[j]` from it), differentiable."""
+        from torch.distributed._functional_collectives import all_to_all_single_autograd
+
+        out = all_to_all_single_autograd(x.contiguous(), receive, send, self.group)
+        return out.wait() if hasattr(out, "wait") else out
+
+
 class _MoE(nn.Module):
-    """Routed experts (and shared ones) of one MoE layer; see the module docstring."""
+    """Routed experts (and shared ones) of one MoE layer; see the module docstring. With an
+    expert-parallel group each rank holds `experts / size` experts and the routed tokens travel
+    to them and back by all-to-all, the counts exchanged first (Megatron's alltoall dispatcher)."""
 
     #: the kernel the expert GEMMs run with; falls back to a loop once if the grouped one fails
     kernel: str = MOE_GROUPED_MM
 
-    def __init__(self, spec: ModelSpec) -> None:
+    def __init__(self, spec: ModelSpec, ep: ExpertParallel | None = None) -> None:
         super().__init__()
         h, f, e = spec.hidden, spec.expert_ffn, spec.experts
         self.experts, self.top_k, self.gated = e, spec.experts_per_token, spec.gated_mlp
+        self.ep = ep
+        local = e // ep.size if ep is not None else e
         up = 2 * f if self.gated else f
         self.router = nn.Linear(h, e, bias=spec.router_bias)
         # expert weights stored out x in, as a linear layer's (the NT layout of the GEMMs)
-        self.w_up = nn.Parameter(torch.empty(e, up, h))
-        self.w_down = nn.Parameter(torch.empty(e, h, f))
-        self.b_up = nn.Parameter(torch.empty(e, up)) if spec.expert_bias else None
-        self.b_down = nn.Parameter(torch.empty(e, h)) if spec.expert_bias else None
+        self.w_up = nn.Parameter(torch.empty(local, up, h))
+        self.w_down = nn.Parameter(torch.empty(local, h, f))
+        self.b_up = nn.Parameter(torch.empty(local, up)) if spec.expert_bias else None
+        self.b_down = nn.Parameter(torch.empty(local, h)) if spec.expert_bias else None
         shared = spec.shared_experts * spec.shared_expert_ffn
         self.shared = _MLP(spec, shared, bias=False) if shared else None
         self.shared_gate = nn.Linear(h, 1, bias=False) if spec.shared_expert_gate else None
@@ -171,37 +190,74 @@ class _MoE(nn.Module):
         out.append(x.new_zeros(x.shape[0] - ends[-1], w.shape[1]))  # rows past the last group
         return torch.cat(out)
 
-    def forward(self, x: torch.Tensor) -> Any:
-        shape = x.shape
-        flat = x.reshape(-1, shape[-1])
-        t, k, e = flat.shape[0], self.top_k, self.experts
-        probs = F.softmax(self.router(flat).float(), dim=-1)
-        weight, expert = probs.topk(k, dim=-1)
-        weight = (weight / weight.sum(-1, keepdim=True)).to(x.dtype)
-        # sort the (token, choice) pairs by expert; each expert's rows padded to the alignment
-        order = expert.reshape(-1).argsort(stable=True)
-        ids = expert.reshape(-1)[order]
-        counts = torch.bincount(ids, minlength=e)
+    def _local_experts(self, rows: torch.Tensor, ids: torch.Tensor, counts: torch.Tensor) -> Any:
+        """This rank's experts on `rows`, sorted by local expert `ids` (`counts` per expert):
+        each expert's rows padded to the alignment, gate/up and down as grouped GEMMs; the
+        outputs in the order of `rows`."""
+        n, local = rows.shape[0], counts.shape[0]
         padded = (counts + MOE_ALIGN_ROWS - 1) // MOE_ALIGN_ROWS * MOE_ALIGN_ROWS
         offs = torch.cumsum(padded, 0).to(torch.int32)
-        rank = torch.arange(t * k, device=x.device) - (torch.cumsum(counts, 0) - counts)[ids]
+        rank = torch.arange(n, device=rows.device) - (torch.cumsum(counts, 0) - counts)[ids]
         dest = (offs - padded)[ids] + rank
-        rows = t * k + MOE_ALIGN_ROWS * e  # a bound on the padded rows: no host sync for it
-        routed = flat.new_zeros(rows, shape[-1]).index_put((dest,), flat[order // k])
-        hidden = self._expert_mm(routed, self.w_up, offs)
+        bound = n + MOE_ALIGN_ROWS * local  # a bound on the padded rows: no host sync for it
+        routed = rows.new_zeros(bound, rows.shape[-1]).index_put((dest,), rows)
+        # rows past the last group belong to no expert: the grouped kernel leaves them
+        # unwritten, so they are zeroed (forward) and kept out of the biases' gradients
+        positions = torch.arange(bound, device=rows.device)
+        valid = (positions < offs[-1]).unsqueeze(-1)
+        hidden = torch.where(valid, self._expert_mm(routed, self.w_up, offs), 0.0)
         if self.b_up is not None and self.b_down is not None:
-            row_expert = torch.bucketize(torch.arange(rows, device=x.device), offs, right=True)
-            row_expert = row_expert.clamp(max=e - 1)
-            hidden = hidden + self.b_up[row_expert]
+            row_expert = torch.bucketize(positions, offs, right=True).clamp(max=local - 1)
+            hidden = hidden + torch.where(valid, self.b_up[row_expert], 0.0)
         if self.gated:
             gate, up = hidden.chunk(2, dim=-1)
             hidden = F.silu(gate) * up
         else:
             hidden = F.gelu(hidden)
-        out = self._expert_mm(hidden, self.w_down, offs)
+        out = torch.where(valid, self._expert_mm(hidden, self.w_down, offs), 0.0)
         if self.b_down is not None:
-            out = out + self.b_down[row_expert]
-        picked = out[dest] * weight.reshape(-1)[order].unsqueeze(-1)
+            out = out + torch.where(valid, self.b_down[row_expert], 0.0)
+        return out[dest]
+
+    def _dispatch(self, rows: torch.Tensor, ids: torch.Tensor, counts: torch.Tensor) -> Any:
+        """`rows` sorted by global expert (`counts` per expert) to the ranks holding their
+        experts, through them, and back, in the order of `rows`."""
+        ep = self.ep
+        assert ep is not None
+        local = self.experts // ep.size
+        import torch.distributed as dist
+
+        received = torch.empty_like(counts)  # per source rank, the counts of my experts
+        dist.all_to_all_single(received, counts, group=ep.group)
+        send = counts.view(ep.size, local).sum(1).tolist()  # the host sync of the dispatcher
+        receive = received.view(ep.size, local).sum(1).tolist()
+        arrived = ep.exchange(rows, send, receive)  # by source rank, then by local expert
+        local_ids = torch.arange(local, device=rows.device).repeat(ep.size)
+        local_ids = local_ids.repeat_interleave(received)
+        by_expert = local_ids.argsort(stable=True)
+        done = self._local_experts(
+            arrived[by_expert], local_ids[by_expert], received.view(ep.size, local).sum(0)
+        )
+        back = torch.empty_like(done).index_put((by_expert,), done)  # source order again
+        return ep.exchange(back, receive, send)
+
+    def forward(self, x: torch.Tensor) -> Any:
+        shape = x.shape
+        flat = x.reshape(-1, shape[-1])
+        k, e = self.top_k, self.experts
+        probs = F.softmax(self.router(flat).float(), dim=-1)
+        weight, expert = probs.topk(k, dim=-1)
+        weight = (weight / weight.sum(-1, keepdim=True)).to(x.dtype)
+        # sort the (token, choice) pairs by expert
+        order = expert.reshape(-1).argsort(stable=True)
+        ids = expert.reshape(-1)[order]
+        counts = torch.bincount(ids, minlength=e)
+        rows = flat[order // k]
+        if self.ep is None:
+            out = self._local_experts(rows, ids, counts)
+        else:
+            out = self._dispatch(rows, ids, counts)
+        picked = out * weight.reshape(-1)[order].unsqueeze(-1)
         y = flat.new_zeros(flat.shape).index_add(0, order // k, picked)
         if self.shared is not None:
             s = self.shared(flat)
@@ -212,12 +268,12 @@ class _MoE(nn.Module):
 
 
 class _Layer(nn.Module):
-    def __init__(self, spec: ModelSpec, index: int = 0) -> None:
+    def __init__(self, spec: ModelSpec, index: int = 0, ep: ExpertParallel | None = None) -> None:
         super().__init__()
         self.norm1, self.norm2 = _norm(spec, spec.hidden), _norm(spec, spec.hidden)
         self.attn = _Attention(spec)
         moe = spec.is_moe and index not in spec.dense_layers
-        self.mlp: nn.Module = _MoE(spec) if moe else _MLP(spec)
+        self.mlp: nn.Module = _MoE(spec, ep) if moe else _MLP(spec)
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None) -> Any:
         x = x + self.attn(self.norm1(x), rope)
@@ -227,16 +283,21 @@ class _Layer(nn.Module):
 class Transformer(nn.Module):
     """Decoder-only language model; forward(tokens) returns the mean next-token loss."""
 
-    def __init__(self, spec: ModelSpec) -> None:
+    def __init__(self, spec: ModelSpec, ep: ExpertParallel | None = None) -> None:
         super().__init__()
         check_supported(spec)
+        if ep is not None and (not spec.is_moe or spec.experts % ep.size):
+            raise FlopwiseError(
+                f"expert parallelism {ep.size} needs an MoE model whose experts it divides; "
+                f"{spec.name} has {spec.experts or 'no'} experts"
+            )
         self.spec = spec
         self.embed = nn.Embedding(spec.vocab, spec.hidden)
         self.pos = (
             nn.Embedding(spec.learned_positions, spec.hidden) if spec.learned_positions else None
         )
         self.embed_norm = _norm(spec, spec.hidden) if spec.embedding_norm else None
-        self.layers = nn.ModuleList(_Layer(spec, i) for i in range(spec.layers))
+        self.layers = nn.ModuleList(_Layer(spec, i, ep) for i in range(spec.layers))
         self.norm = _norm(spec, spec.hidden)
         self.head = nn.Linear(spec.hidden, spec.vocab, bias=False)
         if spec.tied_embeddings:
@@ -276,11 +337,12 @@ class Transformer(nn.Module):
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.view(-1))
 
 
-def build(spec: ModelSpec, device: Any) -> Transformer:
+def build(spec: ModelSpec, device: Any, ep: ExpertParallel | None = None) -> Transformer:
     """The model, allocated once on `device` and initialised there (built on the meta device
-    first, so the default per-layer init does not run on billions of weights twice)."""
+    first, so the default per-layer init does not run on billions of weights twice); with `ep`
+    its experts sharded over the expert-parallel group."""
     with torch.device("meta"):
-        model = Transformer(spec)
+        model = Transformer(spec, ep)
     model = model.to_empty(device=device)
     if spec.tied_embeddings:
         model.head.weight = model.embed.weight
@@ -290,6 +352,17 @@ def build(spec: ModelSpec, device: Any) -> Transformer:
 
 def parameter_count(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+def expert_parameter_names(model: nn.Module) -> list[str]:
+    """Names of the routed experts' parameters: sharded by expert parallelism, so each rank's
+    are its own and data parallelism must not average them."""
+    names = []
+    for name, module in model.named_modules():
+        if isinstance(module, _MoE):
+            names += [f"{name}.{p}" for p, v in module.named_parameters(recurse=False)
+                      if p.startswith(("w_", "b_")) and v is not None]  # fmt: skip
+    return names
 
 
 #: fp32 weights + fp32 gradients + AdamW's two fp32 moments; bf16 autocast keeps the fp32

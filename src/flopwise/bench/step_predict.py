@@ -107,8 +107,10 @@ def predict_step(
     seq_len: int,
     on_cpu: bool,
     db: str | None = None,
+    ep: int = 1,
 ) -> Prediction:
-    """The planner's tokens/s and MFU for this data-parallel job, or None and why not."""
+    """The planner's tokens/s and MFU for this data-parallel job (its experts sharded `ep`
+    ways), or None and why not."""
     from flopwise.plan.train import LayoutConstraints, TrainJob, plan_training
 
     try:
@@ -121,8 +123,9 @@ def predict_step(
             gpus_per_node=world_size,
         )
         cons = LayoutConstraints(
-            tp=1, pp=1, dp=world_size, cp=1, microbatch=microbatch, recompute="none", zero=0
-        )
+            tp=1, pp=1, dp=world_size, cp=1, ep=ep, microbatch=microbatch, recompute="none",
+            zero=0,
+        )  # fmt: skip
         plan = plan_training(model, hw, job, cons)
     except FlopwiseError as exc:
         return _none(f"no prediction: {exc}")

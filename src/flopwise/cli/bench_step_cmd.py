@@ -39,6 +39,12 @@ def register(bsub: Any) -> None:
     )  # fmt: skip
     p.add_argument("--steps", type=positive_int, metavar="N", help="timed steps (CPU 2, else 5)")
     p.add_argument("--warmup", type=int, metavar="N", help="untimed steps first (CPU 1, else 2)")
+    p.add_argument(
+        "--ep", type=positive_int, default=1, metavar="N",
+        help="expert parallelism of an MoE model under torchrun: the world size shards the "
+        "experts over every rank, tokens travel by all-to-all (default 1: every rank holds "
+        "every expert)",
+    )  # fmt: skip
     p.add_argument("--backend", default="auto", help="under torchrun: auto, nccl, gloo, ...")
     p.add_argument("--timeout", type=positive_float, default=300.0, metavar="S",
                    help="seconds before a missing rank fails a torchrun job (default 300)")  # fmt: skip
@@ -64,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         warmup=args.warmup,
         backend=args.backend,
         timeout_s=args.timeout,
+        ep=args.ep,
     )
     with bench_view.rounds_progress("training steps") as on_step:
         doc = run_step(config, args.db, on_step)

@@ -1,6 +1,6 @@
 """Run under torchrun (2 gloo ranks): an expert-parallel MoE layer computes what the same layer
 with every expert on every rank computes, and its experts get the gradients of every rank's
-tokens routed to them. Prints one JSON line per rank."""
+tokens routed to them. Rank 0 prints one JSON list of every rank's report."""
 
 from __future__ import annotations
 
@@ -66,8 +66,12 @@ def main() -> None:
                 p.grad, whole[rank * local : (rank + 1) * local], atol=1e-4, rtol=1e-3
             )
         report[kind] = {"outputs_equal": bool(same), "expert_grads_equal": bool(grads_ok)}
-    print(json.dumps(report))
-    sys.stdout.flush()
+    # one document from rank 0: two ranks printing at once interleave their lines
+    reports: list[object] = [None] * world
+    dist.all_gather_object(reports, report)
+    if rank == 0:
+        print(json.dumps(reports))
+        sys.stdout.flush()
     dist.destroy_process_group()
 
 

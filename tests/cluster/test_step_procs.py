@@ -62,7 +62,9 @@ def test_expert_parallel_layer_matches_every_expert_everywhere(isolated_home: Pa
     script = Path(__file__).resolve().parent / "ep_moe_check.py"
     r = torchrun(2, [], isolated_home, script=script)
     assert r.returncode == 0, r.stderr[-3000:]
-    reports = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    lines = [line for line in r.stdout.splitlines() if line.startswith("[")]
+    assert len(lines) == 1, r.stdout
+    reports = json.loads(lines[0])
     assert sorted(rep["rank"] for rep in reports) == [0, 1]
     for rep in reports:
         for kind in ("qwen2_moe", "gpt_oss"):

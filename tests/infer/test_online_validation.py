@@ -44,7 +44,7 @@ def test_cli_section_text_and_json() -> None:
     out = run_cli("validate", "--only", "online", "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    assert set(doc) == {"online"} and doc["online"]["out_of_sample"]["n"] > 70
+    assert list(doc) == ["summary", "online"] and doc["online"]["out_of_sample"]["n"] > 70
     text = run_cli("validate", "--only", "online", "--rows")
     assert text.returncode == 0
     assert "Validation: online serving" in text.stdout and "in-sample" in text.stdout

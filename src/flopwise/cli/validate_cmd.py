@@ -81,6 +81,11 @@ def run_validate(args: argparse.Namespace) -> int:
 
         with section_status("goodput", spin):
             doc["goodput"] = validate_goodput().to_dict()
+    from flopwise.validate.summary import summary_lines
+
+    # every section's out-of-sample figure first: where the model does worst is not left to
+    # the reader who stops at the first table
+    doc = {"summary": [line.to_dict() for line in summary_lines(doc)], **doc}
     if args.json:
         from flopwise.present.jsonout import emit
 

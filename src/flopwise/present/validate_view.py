@@ -140,9 +140,41 @@ def show_training_validation(rep: dict[str, Any], rows: bool = False) -> None:
         out.print(f"  {len(rep['skipped'])} published rows not posed (reasons: --json)")
 
 
+def show_summary(lines: list[dict[str, Any]]) -> None:
+    """Every section's out-of-sample error on one table, before the sections' own tables."""
+    if not lines:
+        return
+    console().print(
+        table(
+            "Out of sample, every section (what a job the model has not seen can expect)",
+            ["section", "published rows", "n", "error", "bias", "in-sample", "80% in"],
+            [
+                (
+                    r["section"],
+                    r["what"],
+                    str(r["n"]),
+                    _pct(r["out_of_sample_mape_pct"]),
+                    _pct(r["out_of_sample_bias_pct"], signed=True),
+                    "" if r["in_sample_mape_pct"] is None else _pct(r["in_sample_mape_pct"]),
+                    "" if r["interval_coverage_pct"] is None else _pct(r["interval_coverage_pct"]),
+                )
+                for r in lines
+            ],
+            caption="error: mean absolute error out of sample (no constant fitted on the row, "
+            "or refitted without its source family); bias: + where the plan's figure is above "
+            "the published one; in-sample: the same rows with the constants fitted on them; "
+            "80% in: rows inside their 80% interval. Sections below.",
+            right=(2, 3, 4, 5, 6),
+        )
+    )
+
+
 def show_validation(doc: dict[str, Any], rows: bool = False) -> None:
     out = console()
     for section, rep in doc.items():
+        if section == "summary":
+            show_summary(rep)
+            continue
         if section == "training":
             show_training_validation(rep, rows)
             continue

@@ -309,6 +309,12 @@ def show_online_validation(rep: dict[str, Any], rows: bool = False) -> None:
         _stat_line(f"  {names.get(m, m)}", st) for m, st in rep["by_metric"].items() if st["n"]
     ]
     lines.append(_stat_line("in sample (shaped a modelling choice)", rep["in_sample"]))
+    cover = rep.get("interval_coverage") or {}
+    if cover.get("coverage_pct") is not None:
+        lines.append(
+            f"80% intervals cover {cover['coverage_pct']:.1f}% of {cover['n']} points (each "
+            "deployment against intervals built from the other deployments)"
+        )
     out.print(
         table(
             "Validation: online serving (closed loop, plan infer --concurrency)",

@@ -1,7 +1,9 @@
 """Residual quantiles for inference prediction intervals, from the cross-validated predictions.
 
 Four sets of out-of-sample residuals (ratio measured / predicted), each split dense/MoE and by
-metric (output tokens/s, TTFT):
+metric (output tokens/s, TTFT), and a fifth for closed-loop plans (``--concurrency``): the
+online section's published sweeps, per model class and metric (TTFT, TPOT, tokens/s), each
+deployment standing for a source family (validate.online.interval_regimes):
 
 - validated accelerator, engine named: leave one source family out (the validate headline);
 - accelerator without validated rows, engine named: leave one *accelerator* out, so each row is
@@ -85,6 +87,10 @@ def interval_doc(built: Built | None = None) -> dict[str, Any]:
                 for metric, ratios in metrics.items():
                     if len(ratios) >= MIN_RESIDUALS:
                         regimes.setdefault(name, {})[metric] = _quantiles(ratios, how)
+    # closed-loop plans (--concurrency) take the residuals of published closed-loop sweeps
+    from flopwise.validate.online import interval_regimes, validate_online
+
+    regimes.update(interval_regimes(validate_online().rows))
     return {
         "coverage": COVERAGE,
         "generated_by": "scripts/fit_intervals.py (flopwise.validate.intervals_fit.interval_doc)",

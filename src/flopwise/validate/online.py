@@ -22,9 +22,17 @@ from typing import Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.validate.common import ValidationRow
-from flopwise.validate.scoring import summarize
+from flopwise.validate.scoring import new_family_bounds, summarize
 
 METRICS: tuple[str, ...] = ("ttft_ms", "tpot_ms", "output_tokens_per_s")
+
+#: 80% intervals, as the other sections' (validate.intervals_fit).
+LO_Q, HI_Q = 0.1, 0.9
+#: Fewest out-of-sample residuals, and fewest deployments they come from, that size an online
+#: interval of a (dense|moe, metric) cell: one deployment's rows say nothing of how far the next
+#: deployment's bias lies, so such a cell is left out and the plan keeps its other intervals.
+MIN_RESIDUALS = 8
+MIN_DEPLOYMENTS = 2
 
 Row = dict[str, str]
 
@@ -45,6 +53,7 @@ class OnlineRow:
     deployment: str  # model, GPUs and engine, for the report
     in_sample: bool
     command: str
+    moe: bool = False  # the model is a mixture of experts (the intervals' split)
 
     @property
     def metric(self) -> str:
@@ -61,7 +70,82 @@ class OnlineRow:
             "deployment": self.deployment,
             "in_sample": self.in_sample,
             "command": self.command,
+            "moe": self.moe,
         }
+
+    @property
+    def ratio(self) -> float:
+        """measured / predicted: the residual an interval factor is read from."""
+        return self.row.measured / self.row.predicted
+
+
+def _cell(moe: bool) -> str:
+    return "moe" if moe else "dense"
+
+
+def interval_cells(rows: Iterable[OnlineRow]) -> dict[str, dict[str, list[tuple[str, float]]]]:
+    """Out-of-sample residuals (deployment, measured/predicted) by model class and metric."""
+    cells: dict[str, dict[str, list[tuple[str, float]]]] = {}
+    for r in rows:
+        if not r.in_sample:
+            cells.setdefault(_cell(r.moe), {}).setdefault(r.metric, []).append(
+                (r.deployment, r.ratio)
+            )
+    return cells
+
+
+def bounds(pairs: list[tuple[str, float]]) -> tuple[float, float] | None:
+    """The 80% interval factors of a new deployment from `pairs` (every deployment's bias with
+    every row's scatter about it, scoring.new_family_bounds), or None with too few."""
+    if len(pairs) < MIN_RESIDUALS or len({d for d, _ in pairs}) < MIN_DEPLOYMENTS:
+        return None
+    return new_family_bounds(pairs, LO_Q, HI_Q)
+
+
+def interval_regimes(rows: Iterable[OnlineRow]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The online regimes of intervals_inference.json: per class (``online/dense``,
+    ``online/moe``) and metric, the 80% factors a deployment no published sweep measured may
+    see, from every scored deployment's out-of-sample residuals."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for cls, metrics in sorted(interval_cells(rows).items()):
+        for metric, pairs in sorted(metrics.items()):
+            b = bounds(pairs)
+            if b is None:
+                continue
+            deployments = sorted({d for d, _ in pairs})
+            out.setdefault(f"online/{cls}", {})[metric] = {
+                "lo": b[0],
+                "hi": b[1],
+                "n": len(pairs),
+                "source": "out-of-sample residuals of published closed-loop sweeps (validate "
+                f"--only online), each deployment's bias with every point's scatter: "
+                f"{len(pairs)} points on {len(deployments)} deployments ({'; '.join(deployments)})",
+            }
+    return out
+
+
+def coverage(rows: Iterable[OnlineRow]) -> dict[str, Any]:
+    """Share of out-of-sample points inside an 80% interval built without their deployment
+    (same model class and metric): overall and by metric; points whose cell has too few other
+    deployments are not counted."""
+    rows = [r for r in rows if not r.in_sample]
+    cells = interval_cells(rows)
+    hits: dict[str, list[bool]] = {}
+    for r in rows:
+        others = [(d, x) for d, x in cells[_cell(r.moe)][r.metric] if d != r.deployment]
+        b = bounds(others)
+        if b is not None:
+            hits.setdefault(r.metric, []).append(b[0] <= r.ratio <= b[1])
+    every = [h for v in hits.values() for h in v]
+    return {
+        "coverage_pct": 100.0 * sum(every) / len(every) if every else None,
+        "n": len(every),
+        "by_metric": {
+            m: {"coverage_pct": 100.0 * sum(v) / len(v), "n": len(v)} for m, v in hits.items()
+        },
+        "method": "each deployment's out-of-sample points against an 80% interval built from "
+        "the other deployments' residuals of the same model class and metric",
+    }
 
 
 def stats(rows: Iterable[OnlineRow]) -> dict[str, Any]:
@@ -77,6 +161,13 @@ class OnlineValidation:
         groups: dict[str, dict[str, Any]] = {}
         for r in oos:
             groups.setdefault(r.deployment, {}).setdefault(r.metric, []).append(r)
+        cover = coverage(self.rows)
+
+        def metric_stats(m: str) -> dict[str, Any]:
+            st = stats(r for r in oos if r.metric == m)
+            st["interval_coverage_pct"] = cover["by_metric"].get(m, {}).get("coverage_pct")
+            return st
+
         return {
             "method": "each published closed-loop point posed as `flopwise plan infer "
             "--concurrency N` with its deployment (with `--num-requests` where the benchmark "
@@ -84,7 +175,8 @@ class OnlineValidation:
             "these rows; in-sample "
             "rows (a modelling choice was made with them in view) kept out of the first figure",
             "out_of_sample": stats(oos),
-            "by_metric": {m: stats(r for r in oos if r.metric == m) for m in METRICS},
+            "by_metric": {m: metric_stats(m) for m in METRICS},
+            "interval_coverage": cover,
             "by_deployment": {
                 g: {m: stats(rs) for m, rs in metrics.items()} for g, metrics in groups.items()
             },
@@ -139,7 +231,6 @@ def _command(r: Row) -> str:
 def _plan(r: Row) -> dict[str, Any]:
     from flopwise.hardware import hardware_from_catalog
     from flopwise.plan.infer import InferJob, plan_inference
-    from flopwise.workload import load_model
 
     job = InferJob(
         input_len=int(r["input_len"]),
@@ -156,8 +247,14 @@ def _plan(r: Row) -> dict[str, Any]:
         memory_fraction=_opt_float(r["memory_fraction"]),
         engine_max_tokens=_opt_int(r["engine_max_tokens"]),
     )
-    plan = plan_inference(load_model(r["model"]), hardware_from_catalog(r["accelerator"]), job)
+    plan = plan_inference(_model(r["model"]), hardware_from_catalog(r["accelerator"]), job)
     return plan.to_dict()
+
+
+def _model(name: str) -> Any:
+    from flopwise.workload import load_model
+
+    return load_model(name)
 
 
 def validate_online() -> OnlineValidation:
@@ -182,6 +279,7 @@ def validate_online() -> OnlineValidation:
                 deployment=f"{r['model']} on {r['gpus']} x {r['accelerator']}, {r['engine']}",
                 in_sample=r["in_sample"].strip().lower() == "yes",
                 command=command,
+                moe=_model(r["model"]).is_moe,
             )
         )
     return OnlineValidation(rows=tuple(rows))

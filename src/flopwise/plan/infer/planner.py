@@ -28,6 +28,7 @@ from flopwise.plan.infer.phases import decode_phase, prefill_phase
 from flopwise.plan.infer.result import InferPlan, assumptions_for, utilisation
 from flopwise.plan.infer.uncertainty import (
     deployment_record,
+    online_intervals,
     plan_intervals,
     validation_assumptions,
 )
@@ -176,6 +177,8 @@ def plan_inference(
         intervals = {k: v for k, v in intervals.items() if k != "ttft_ms"}
     if plan.mode == "rate":  # throughput is the offered load, not a prediction
         intervals = {k: v for k, v in intervals.items() if k != "output_tokens_per_s"}
+    if job.concurrency is not None:  # closed loop: published sweeps of its kind size them
+        intervals = {**intervals, **online_intervals(model.is_moe)}
     record = deployment_record(hardware.id, ctx.engine.name, model.is_moe, ctx.precision.weight)
     plan = replace(
         plan,

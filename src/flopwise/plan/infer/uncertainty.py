@@ -6,6 +6,9 @@ The regime is (accelerator validated by published serving rows or not) x (engine
 their own residuals; TPOT takes the inverse of the tokens/s interval (at a fixed running batch,
 time per token is batch / tokens per second). A regime without enough residuals of its own
 borrows the dense one of the same accelerator/engine class and says so in ``source``.
+Closed-loop plans (``--concurrency``) take, per metric, the residuals of published closed-loop
+sweeps of their model class where at least two deployments were scored (``online_intervals``):
+TTFT there includes the queueing and cold start the offline residuals never saw.
 """
 
 from __future__ import annotations
@@ -65,6 +68,20 @@ def plan_intervals(accelerator_id: str, engine_name: str, moe: bool) -> dict[str
     if known and scored and engine_name not in scored:
         note = f"no scored rows of {engine_name}: residuals of {', '.join(scored)} rows; "
         out = {m: replace(iv, source=note + iv.source) for m, iv in out.items()}
+    return out
+
+
+def online_intervals(moe: bool) -> dict[str, Interval]:
+    """Intervals of a closed-loop plan (``--concurrency``) by metric (ttft_ms, tpot_ms,
+    output_tokens_per_s), from the published closed-loop sweeps of its model class (the
+    intervals file's ``online/dense`` and ``online/moe`` regimes); empty where too few
+    deployments were scored for a metric."""
+    regime = f"online/{'moe' if moe else 'dense'}"
+    out: dict[str, Interval] = {}
+    for metric in ("ttft_ms", "tpot_ms", "output_tokens_per_s"):
+        found = interval_for(KIND, regime, metric)
+        if found is not None:
+            out[metric] = found
     return out
 
 

@@ -157,4 +157,7 @@ def test_validate_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
     code = main(["validate", "--only", "training"])
     txt, err = capsys.readouterr()
     assert code == 0, err
-    assert txt.index("OUT-OF-SAMPLE") < txt.index("in-sample")
+    # (after the summary of every section's out-of-sample error, tests/foundation/
+    # test_validate_summary.py)
+    assert txt.index("Out of sample, every section") < txt.index("OUT-OF-SAMPLE")
+    assert txt.index("OUT-OF-SAMPLE") < txt.index("in-sample (fitted")

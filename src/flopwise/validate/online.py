@@ -21,17 +21,17 @@ from importlib import resources
 from typing import Any
 
 from flopwise.errors import FlopwiseError
+from flopwise.plan.infer.uncertainty import online_regime_name
 from flopwise.validate.common import ValidationRow
+from flopwise.validate.intervals_fit import HI_Q, LO_Q, MIN_RESIDUALS
 from flopwise.validate.scoring import new_family_bounds, summarize
 
 METRICS: tuple[str, ...] = ("ttft_ms", "tpot_ms", "output_tokens_per_s")
 
-#: 80% intervals, as the other sections' (validate.intervals_fit).
-LO_Q, HI_Q = 0.1, 0.9
-#: Fewest out-of-sample residuals, and fewest deployments they come from, that size an online
-#: interval of a (dense|moe, metric) cell: one deployment's rows say nothing of how far the next
-#: deployment's bias lies, so such a cell is left out and the plan keeps its other intervals.
-MIN_RESIDUALS = 8
+#: Fewest deployments the out-of-sample residuals of a (dense|moe, metric) cell come from (at
+#: least intervals_fit.MIN_RESIDUALS of them) for it to size an online interval: one
+#: deployment's rows say nothing of how far the next deployment's bias lies, so such a cell is
+#: left out and the plan keeps its other intervals.
 MIN_DEPLOYMENTS = 2
 
 Row = dict[str, str]
@@ -79,16 +79,13 @@ class OnlineRow:
         return self.row.measured / self.row.predicted
 
 
-def _cell(moe: bool) -> str:
-    return "moe" if moe else "dense"
-
-
 def interval_cells(rows: Iterable[OnlineRow]) -> dict[str, dict[str, list[tuple[str, float]]]]:
-    """Out-of-sample residuals (deployment, measured/predicted) by model class and metric."""
+    """Out-of-sample residuals (deployment, measured/predicted) by regime (the model class's
+    ``online/dense|moe``) and metric."""
     cells: dict[str, dict[str, list[tuple[str, float]]]] = {}
     for r in rows:
         if not r.in_sample:
-            cells.setdefault(_cell(r.moe), {}).setdefault(r.metric, []).append(
+            cells.setdefault(online_regime_name(r.moe), {}).setdefault(r.metric, []).append(
                 (r.deployment, r.ratio)
             )
     return cells
@@ -107,13 +104,13 @@ def interval_regimes(rows: Iterable[OnlineRow]) -> dict[str, dict[str, dict[str,
     ``online/moe``) and metric, the 80% factors a deployment no published sweep measured may
     see, from every scored deployment's out-of-sample residuals."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    for cls, metrics in sorted(interval_cells(rows).items()):
+    for regime, metrics in sorted(interval_cells(rows).items()):
         for metric, pairs in sorted(metrics.items()):
             b = bounds(pairs)
             if b is None:
                 continue
             deployments = sorted({d for d, _ in pairs})
-            out.setdefault(f"online/{cls}", {})[metric] = {
+            out.setdefault(regime, {})[metric] = {
                 "lo": b[0],
                 "hi": b[1],
                 "n": len(pairs),
@@ -132,7 +129,8 @@ def coverage(rows: Iterable[OnlineRow]) -> dict[str, Any]:
     cells = interval_cells(rows)
     hits: dict[str, list[bool]] = {}
     for r in rows:
-        others = [(d, x) for d, x in cells[_cell(r.moe)][r.metric] if d != r.deployment]
+        cell = cells[online_regime_name(r.moe)][r.metric]
+        others = [(d, x) for d, x in cell if d != r.deployment]
         b = bounds(others)
         if b is not None:
             hits.setdefault(r.metric, []).append(b[0] <= r.ratio <= b[1])
@@ -228,7 +226,7 @@ def _command(r: Row) -> str:
     return " ".join(parts)
 
 
-def _plan(r: Row) -> dict[str, Any]:
+def _plan(r: Row, model: Any) -> dict[str, Any]:
     from flopwise.hardware import hardware_from_catalog
     from flopwise.plan.infer import InferJob, plan_inference
 
@@ -247,25 +245,25 @@ def _plan(r: Row) -> dict[str, Any]:
         memory_fraction=_opt_float(r["memory_fraction"]),
         engine_max_tokens=_opt_int(r["engine_max_tokens"]),
     )
-    plan = plan_inference(_model(r["model"]), hardware_from_catalog(r["accelerator"]), job)
+    plan = plan_inference(model, hardware_from_catalog(r["accelerator"]), job)
     return plan.to_dict()
 
 
-def _model(name: str) -> Any:
+def validate_online() -> OnlineValidation:
     from flopwise.workload import load_model
 
-    return load_model(name)
-
-
-def validate_online() -> OnlineValidation:
     rows: list[OnlineRow] = []
     planned: dict[str, dict[str, Any]] = {}
+    models: dict[str, Any] = {}  # each model's config read once, not once per figure
     for r in load_online_runs():
         if r["metric"] not in METRICS:
             raise FlopwiseError(f"online_runs.csv row {r['id']}: unknown metric {r['metric']!r}")
+        model = models.get(r["model"])
+        if model is None:
+            model = models[r["model"]] = load_model(r["model"])
         command = _command(r)
         if command not in planned:
-            planned[command] = _plan(r)
+            planned[command] = _plan(r, model)
         rows.append(
             OnlineRow(
                 row=ValidationRow(
@@ -279,7 +277,7 @@ def validate_online() -> OnlineValidation:
                 deployment=f"{r['model']} on {r['gpus']} x {r['accelerator']}, {r['engine']}",
                 in_sample=r["in_sample"].strip().lower() == "yes",
                 command=command,
-                moe=_model(r["model"]).is_moe,
+                moe=model.is_moe,
             )
         )
     return OnlineValidation(rows=tuple(rows))

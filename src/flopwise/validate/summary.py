@@ -109,13 +109,7 @@ ONLINE_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "output_tokens_per_s": "to
 def _online(rep: Mapping[str, Any]) -> list[SummaryLine | None]:
     by_metric = rep.get("by_metric", {})
     return [
-        _line(
-            "online",
-            f"closed loop: {ONLINE_NAMES.get(m, m)}",
-            st,
-            coverage=st.get("interval_coverage_pct") if isinstance(st, Mapping) else None,
-        )
-        for m, st in by_metric.items()
+        _line("online", f"closed loop: {ONLINE_NAMES.get(m, m)}", st) for m, st in by_metric.items()
     ]
 
 

@@ -71,12 +71,17 @@ def plan_intervals(accelerator_id: str, engine_name: str, moe: bool) -> dict[str
     return out
 
 
+def online_regime_name(moe: bool) -> str:
+    """The intervals file's regime of closed-loop plans of a model class."""
+    return f"online/{'moe' if moe else 'dense'}"
+
+
 def online_intervals(moe: bool) -> dict[str, Interval]:
     """Intervals of a closed-loop plan (``--concurrency``) by metric (ttft_ms, tpot_ms,
     output_tokens_per_s), from the published closed-loop sweeps of its model class (the
     intervals file's ``online/dense`` and ``online/moe`` regimes); empty where too few
     deployments were scored for a metric."""
-    regime = f"online/{'moe' if moe else 'dense'}"
+    regime = online_regime_name(moe)
     out: dict[str, Interval] = {}
     for metric in ("ttft_ms", "tpot_ms", "output_tokens_per_s"):
         found = interval_for(KIND, regime, metric)

@@ -230,3 +230,35 @@ def test_overlay_model_from_user_config(isolated_home: Path) -> None:
         count_params(load_model("me/tiny")).total
         == 2 * 1000 * 256 + 2 * (4 * 256 * 256 + 3 * 256 * 512 + 2 * 256) + 256
     )
+
+
+@pytest.mark.parametrize(("accelerator", "mib"), [("b200", 183_359), ("gb200", 189_471)])
+def test_blackwell_memory_is_what_cuda_allocates(accelerator: str, mib: int) -> None:
+    # nvidia-smi memory.total on B200 and GB200 nodes (public logs): the "180 GB" and "186 GB"
+    # labels are 6.8% short of it when read as decimal gigabytes
+    from flopwise.hardware import hardware_from_catalog
+
+    assert hardware_from_catalog(accelerator).memory_bytes == pytest.approx(mib * 2**20, rel=1e-4)
+
+
+def test_deepseek_v3_fp8_holds_its_published_load_on_four_b200() -> None:
+    # SemiAnalysis InferenceX ran DeepSeek-R1-0528 FP8 on 4 x B200 (SGLang TP4,
+    # --mem-fraction-static 0.95) with 32 requests of up to 8k+1k tokens in flight; with the
+    # labelled 180 GB the plan held 3
+    from flopwise.hardware import hardware_from_catalog
+    from flopwise.plan.infer import InferJob, plan_inference
+    from flopwise.workload import load_model
+
+    job = InferJob(
+        input_len=7373,
+        output_len=922,
+        tp=4,
+        weight_dtype="fp8",
+        kv_dtype="fp8",
+        engine="sglang",
+        memory_fraction=0.95,
+        batch=32,
+        engine_max_tokens=8192,
+    )
+    plan = plan_inference(load_model("deepseek-v3"), hardware_from_catalog("b200"), job).to_dict()
+    assert plan["fits"] and plan["max_batch"] >= 32

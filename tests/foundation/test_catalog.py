@@ -244,21 +244,15 @@ def test_blackwell_memory_is_what_cuda_allocates(accelerator: str, mib: int) -> 
 def test_deepseek_v3_fp8_holds_its_published_load_on_four_b200() -> None:
     # SemiAnalysis InferenceX ran DeepSeek-R1-0528 FP8 on 4 x B200 (SGLang TP4,
     # --mem-fraction-static 0.95) with 32 requests of up to 8k+1k tokens in flight; with the
-    # labelled 180 GB the plan held 3
-    from flopwise.hardware import hardware_from_catalog
-    from flopwise.plan.infer import InferJob, plan_inference
+    # labelled 180 GB the plan held 3. Posed from the published row as validate poses it.
+    from flopwise.validate.online import _plan, load_online_runs
     from flopwise.workload import load_model
 
-    job = InferJob(
-        input_len=7373,
-        output_len=922,
-        tp=4,
-        weight_dtype="fp8",
-        kv_dtype="fp8",
-        engine="sglang",
-        memory_fraction=0.95,
-        batch=32,
-        engine_max_tokens=8192,
+    row = next(
+        r
+        for r in load_online_runs()
+        if r["id"] == "inferencex_dsr1_fp8_b200_sglang_tp4_8192_1024_c32_tpot_ms"
     )
-    plan = plan_inference(load_model("deepseek-v3"), hardware_from_catalog("b200"), job).to_dict()
+    plan = _plan(row, load_model(row["model"]))
+    assert int(row["level"]) == 32
     assert plan["fits"] and plan["max_batch"] >= 32

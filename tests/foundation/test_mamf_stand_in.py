@@ -118,13 +118,14 @@ def test_fp4_gemms_take_the_scaled_low_precision_fraction() -> None:
     assert bf16.gemm_flops_s == pytest.approx(ceiling_tflops(hw, "bf16") * 1e12 * sustained * 0.9)
 
 
-def test_serving_gemms_run_at_the_die_s_sustained_fraction() -> None:
-    # the same fitted fraction a training step's GEMMs run at, slowed like training's on a part
-    # capped below its die's reference power (A100 PCIe 300 W against the SXM's 400 W)
+def test_serving_gemms_run_at_the_die_s_sustained_share() -> None:
+    # the power cap's measured share on a die with a sustained-load run (GH100), else the fitted
+    # fraction a training step's GEMMs run at, slowed like training's on a part capped below its
+    # die's reference power (A100 PCIe 300 W against the SXM's 400 W)
     from flopwise.plan.efficiency import power_clock_factor
     from flopwise.plan.infer.constants import get_engine
     from flopwise.plan.infer.latency import make_rates
-    from flopwise.plan.sustained import SUSTAINED_COMPUTE_FRACTION
+    from flopwise.plan.sustained import POWER_CAPPED_SHARE, SUSTAINED_COMPUTE_FRACTION
 
     trt = get_engine("tensorrt-llm")
     h100 = hardware_from_catalog("h100-sxm", None)
@@ -132,7 +133,14 @@ def test_serving_gemms_run_at_the_die_s_sustained_fraction() -> None:
     assert got == pytest.approx(
         ceiling_tflops(h100, "bf16")
         * 1e12
-        * SUSTAINED_COMPUTE_FRACTION["gh100"]
+        * POWER_CAPPED_SHARE["gh100"]["gemm"]
+        * trt.gemm_fraction
+    )
+    a100 = hardware_from_catalog("a100-sxm-80gb", None)
+    assert make_rates(a100, trt, "bf16", "bf16").gemm_flops_s == pytest.approx(
+        ceiling_tflops(a100, "bf16")
+        * 1e12
+        * SUSTAINED_COMPUTE_FRACTION["ga100"]
         * trt.gemm_fraction
     )
     sxm = hardware_from_catalog("a100-sxm-80gb", None)

@@ -1,7 +1,8 @@
 """A serving plan's prefill attention is priced by the same kernel model as a training step:
 the fused kernel measured on the device (`bench attention`) or its die (GH100), by the prompt's
-length, x the die's sustained fraction; devices with no timed kernel keep the engine's
-fraction of their GEMM ceiling."""
+length, x the share attention keeps under sustained load (the die's measured power-capped
+share, else its training fraction); devices with no timed kernel keep the engine's fraction of
+their GEMM ceiling."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from flopwise.plan.efficiency import gh100_attention_fraction
 from flopwise.plan.infer import InferJob, plan_inference
 from flopwise.plan.infer.constants import FP8_ATTENTION_SPEEDUP, get_engine
 from flopwise.plan.infer.latency import make_rates
-from flopwise.plan.sustained import sustained_gemm_fraction
+from flopwise.plan.sustained import POWER_CAPPED_SHARE, serving_compute_share
 from flopwise.results.store import ResultStore
 from flopwise.workload.hf import load_model
 
@@ -33,10 +34,10 @@ def test_h100_prefill_attention_follows_the_die_curve_by_prompt_length() -> None
         / gh100_attention_fraction("flash", "fwd", 2048),
         rel=1e-9,
     )
-    # the same product a training step uses: dense peak x measured fraction x sustained fraction
+    # the training step's curve x the share cuDNN attention kept under the H100's power cap
     expected = (
         hw.peak("bf16") * 1e12 * gh100_attention_fraction("flash", "fwd", 2048)
-        * sustained_gemm_fraction(hw)
+        * POWER_CAPPED_SHARE["gh100"]["attention"]
     )  # fmt: skip
     assert short.attn_flops_s == pytest.approx(expected, rel=1e-9)
     # FP8 context attention (trtllm-bench's FP8 builds) keeps its speedup on top
@@ -70,7 +71,9 @@ def test_a_bench_attention_curve_prices_serving_prefill(tmp_path: Path) -> None:
     r = make_rates(hw, TRT, "bf16", "bf16", LLAMA_8B, 3000)
     assert r.attn_basis == "measured"
     rate = 300e12 * 3000 / (3000 + 1000)
-    assert r.attn_flops_s == pytest.approx(rate * sustained_gemm_fraction(hw), rel=1e-9)
+    share, basis = serving_compute_share(hw, "attention")
+    assert basis == "training"  # no sustained-load measurement of CDNA3
+    assert r.attn_flops_s == pytest.approx(rate * share, rel=1e-9)
 
     job = InferJob(input_len=16384, output_len=16, batch=1, engine="tensorrt-llm")
     measured = plan_inference(LLAMA_8B, hw, job)

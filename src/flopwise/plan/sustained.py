@@ -1,9 +1,13 @@
 """The one fitted constant of the hardware model: the share of its GEMM ceiling a die sustains.
 
-Training steps and serving passes both run their GEMMs at MAMF x (shape efficiency) x this
-fraction (plan/train/step_time.py, plan/infer/latency.py make_rates), so both planners share one
-model of the hardware. It is fitted on published training runs only (validate/training.py);
-serving rows never enter the fit, so for the inference validation it is out of sample.
+Training steps run their GEMMs at MAMF x (shape efficiency) x this fraction
+(plan/train/step_time.py). It is fitted on published training runs only (validate/training.py).
+Part of it is measured: the power cap's share of a die's burst rate under sustained load
+(POWER_CAPPED_SHARE); the rest is what only a training step loses (launch gaps, GEMMs sharing
+the GPU with overlapped collectives). Serving passes (plan/infer/latency.py make_rates) run at
+the measured power-capped share where their die has one, else at this fraction
+(``serving_compute_share``), so both planners share one model of the hardware and serving rows
+never enter a fit: for the inference validation every share is out of sample.
 """
 
 from __future__ import annotations
@@ -109,6 +113,26 @@ FRACTION_FITTED_ON_UNSEEN: dict[str, float] = {"cdna3": 0.53}
 #: The training-unseen rows each FRACTION_FITTED_ON_UNSEEN value is fitted on (marked in sample).
 FRACTION_FIT_ROWS: dict[str, tuple[str, ...]] = {"cdna3": ("torchao_mi300x_llama38b_bf16",)}
 
+#: The share of its burst rate a kernel keeps under sustained load at its die's power cap,
+#: MEASURED (nothing fitted), per die and kernel class: the serving planner's compute share
+#: where one is measured (`serving_compute_share`). On GH100: an H100 SXM at its 700 W cap,
+#: each workload back to back for 30 s (benchmarks/device/sustained.py; its log
+#: benchmarks/device/results/h100-2026-11-23/sustained.txt): a bf16 8192^3 GEMM held 669.3
+#: TFLOPS (mean of 15 windows, SM clock 1,290-1,380 MHz) against the same machine's 848.8 MAMF
+#: (log_round2.txt), 0.788; cuDNN fused causal attention forward + backward at 32K held 531.4
+#: against its burst 547.1 (attention.csv: 621.6 forward, 521.8 backward, the backward 2.5x
+#: the forward's FLOPs), 0.971. The training fraction above (GH100 0.725) is this power cap and
+#: what only a training step adds on top of it: launch gaps between thousands of eager kernels
+#: and GEMMs sharing SMs and HBM with overlapped NCCL collectives, 0.725 / 0.788 = 0.92 of it.
+#: A serving engine adds neither (decode runs in CUDA graphs or a compiled engine, and its
+#: tensor-parallel all-reduces run between the GEMMs, priced on their own), so on a die with a
+#: measurement its GEMMs and prefill attention run at these shares; elsewhere at the die's
+#: training fraction, which holds the training-only losses too (slower than the power cap
+#: alone by about the GH100's 8%, not extrapolated: no other die's sustained load is measured).
+POWER_CAPPED_SHARE: dict[str, dict[str, float]] = {
+    "gh100": {"gemm": 669.26 / 848.785, "attention": 531.42 / 547.1},
+}
+
 #: Die of each accelerator-id prefix: the unit the fraction is fitted per. A part of the same
 #: die run at a lower power cap (Meta's Grand Teton H100 at 500 W) shares its die's fraction
 #: and is slowed by efficiency.power_clock_factor. MI325X is MI300X's CDNA3 die with more HBM at
@@ -157,6 +181,20 @@ def sustained_gemm_fraction(hw: Hardware) -> float:
     """Share of its GEMM ceiling `hw` sustains under load: its die's fitted fraction (or the
     default), slowed when the part is capped below its die's power (power_clock_share)."""
     return sustained_compute_fraction(hw.id) * power_clock_share(hw)
+
+
+def serving_compute_share(hw: Hardware, kind: str) -> tuple[float, str]:
+    """(share of its burst rate, where it comes from) of a serving engine's `kind` kernels
+    ("gemm" or "attention") on `hw`: the power-capped share measured on its die
+    (POWER_CAPPED_SHARE), else the die's training fraction (sustained_gemm_fraction); either
+    slowed when the part is capped below its die's power (power_clock_share)."""
+    if kind not in ("gemm", "attention"):
+        raise ValueError(f"kind {kind!r}: expected 'gemm' or 'attention'")
+    group = fraction_group(hw.id)
+    measured = POWER_CAPPED_SHARE.get(group)
+    if measured is not None:
+        return measured[kind] * power_clock_share(hw), "power-capped"
+    return sustained_gemm_fraction(hw), "training"
 
 
 def sustained_fraction_fallback(hw: Hardware, value: float) -> dict[str, dict[str, object]]:

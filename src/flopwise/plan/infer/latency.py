@@ -41,7 +41,7 @@ from flopwise.plan.roofline import (
     memory_bw_bytes_per_s,
     tier_for,
 )
-from flopwise.plan.sustained import sustained_gemm_fraction
+from flopwise.plan.sustained import serving_compute_share
 from flopwise.units import TERA
 from flopwise.workload.memory_bytes import DTYPE_BYTES
 from flopwise.workload.spec import ModelSpec
@@ -145,6 +145,11 @@ class Rates:
     #: (query head x KV element) multiply-adds per second of a per-head (MMHA) decode kernel;
     #: 0: the engine's decode kernel is grouped, bound by the KV bytes alone
     mmha_ops_s: float = 0.0
+    #: the share of its GEMM ceiling the die sustains here, and its basis: "power-capped" (the
+    #: die's measured share under its power cap, plan/sustained.py POWER_CAPPED_SHARE) or
+    #: "training" (the die's fitted training fraction)
+    compute_share: float = 1.0
+    compute_share_basis: str = "training"
 
 
 def make_rates(
@@ -160,10 +165,13 @@ def make_rates(
 
     Prefill attention: where the fused kernel has been timed on this device (``bench
     attention``) or its die (GH100), the measured rate at the prompt's `prompt_len` keys x the
-    die's sustained fraction, as a training step prices it (plan/attention_rate.py); elsewhere
+    share attention keeps under sustained load (plan/sustained.py serving_compute_share; the
+    curve is the one a training step prices it with, plan/attention_rate.py); elsewhere
     the engine's fraction of the GEMM ceiling (``prefill_attention_fraction``)."""
-    # GEMMs run at the share of their ceiling the die sustains under load, as in training
-    gemm = achievable_matmul_tflops(hw, act_dtype) * TERA * sustained_gemm_fraction(hw)
+    # GEMMs run at the share of their ceiling the die sustains under load: its measured
+    # power-capped share, else its training fraction (plan/sustained.py serving_compute_share)
+    gemm_share, share_basis = serving_compute_share(hw, "gemm")
+    gemm = achievable_matmul_tflops(hw, act_dtype) * TERA * gemm_share
     gemm *= engine.fp8_gemm_fraction if act_dtype in SCALED_GEMM_DTYPES else engine.gemm_fraction
     attn_dtype = "bf16" if ("bf16" in hw.matmul_tflops or "bf16" in hw.peak_tflops) else act_dtype
     speedup = 1.0
@@ -177,7 +185,7 @@ def make_rates(
             hw, PREFILL_ATTENTION_KERNEL, "fwd", prompt_len, peak16, spec, speedup
         )
         if fused.measured:
-            attn = peak16 * sustained_gemm_fraction(hw) * fused.fraction
+            attn = peak16 * serving_compute_share(hw, "attention")[0] * fused.fraction
             attn_basis = fused.basis
     if attn_basis == "engine":
         attn = achievable_matmul_tflops(hw, attn_dtype) * TERA * engine.prefill_attention_fraction
@@ -195,6 +203,8 @@ def make_rates(
         act_dtype=act_dtype,
         attn_basis=attn_basis,
         mmha_ops_s=mmha_ops_per_s(hw, engine),
+        compute_share=gemm_share,
+        compute_share_basis=share_basis,
     )
 
 

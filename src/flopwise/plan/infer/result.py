@@ -180,8 +180,21 @@ def assumptions_for(ctx: Context) -> list[str]:
         )
         out.append(
             f"prefill attention at {ctx.rates.attn_flops_s / TERA:,.0f} TFLOPS per GPU: {where} "
-            f"at the prompt's {ctx.job.input_len:,} tokens x the die's sustained fraction, as a "
-            "training step prices it"
+            f"at the prompt's {ctx.job.input_len:,} tokens x the share it keeps under sustained "
+            "load"
+        )
+    if ctx.rates.compute_share_basis == "power-capped":
+        out.append(
+            f"GEMMs at {ctx.rates.compute_share:.3f} of the matmul ceiling: the share the die "
+            "keeps under sustained load at its power cap, measured (plan/sustained.py "
+            "POWER_CAPPED_SHARE); a training step's fitted fraction also holds launch gaps and "
+            "overlapped collectives, which a serving engine does not run"
+        )
+    else:
+        out.append(
+            f"GEMMs at {ctx.rates.compute_share:.3f} of the matmul ceiling: the die's training "
+            "fraction (plan/sustained.py); no sustained-load measurement of this die isolates "
+            "its power cap"
         )
     comm = tp_comm_note(ctx.hw, ctx.job.tp)
     if comm:

@@ -236,3 +236,18 @@ def test_validate_cli_prints_out_of_sample_and_in_sample(
     assert code == 0, err
     assert "out of sample" in out and "in-sample" in out
     assert "trtllm014" in out and "l40s" in out
+    # the measured kernel shares are named beside the fits, as measured
+    assert (
+        "power cap's measured share (gh100 GEMMs 0.788, attention 0.971; not fitted)"
+        in " ".join(out.split())
+    )
+
+
+def test_measured_shares_are_reported_with_their_source() -> None:
+    from flopwise.plan.sustained import POWER_CAPPED_SHARE
+
+    measured = _doc()["measured"]["POWER_CAPPED_SHARE"]
+    assert set(measured) == set(POWER_CAPPED_SHARE)
+    for die, shares in POWER_CAPPED_SHARE.items():
+        assert {k: measured[die][k] for k in shares} == shares
+        assert "sustained.txt" in measured[die]["source"]

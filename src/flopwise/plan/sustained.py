@@ -133,6 +133,13 @@ POWER_CAPPED_SHARE: dict[str, dict[str, float]] = {
     "gh100": {"gemm": 669.26 / 848.785, "attention": 531.42 / 547.1},
 }
 
+#: Where each POWER_CAPPED_SHARE entry was measured (validate reports it beside the fits).
+POWER_CAPPED_SHARE_SOURCE: dict[str, str] = {
+    "gh100": "H100 SXM at its 700 W cap, 30 s per workload (benchmarks/device/sustained.py; "
+    "results/h100-2026-11-23/sustained.txt): bf16 8192^3 GEMM 669.3 of 848.8 TFLOPS burst, "
+    "cuDNN attention fwd+bwd at 32K 531.4 of 547.1",
+}
+
 #: Die of each accelerator-id prefix: the unit the fraction is fitted per. A part of the same
 #: die run at a lower power cap (Meta's Grand Teton H100 at 500 W) shares its die's fraction
 #: and is slowed by efficiency.power_clock_factor. MI325X is MI300X's CDNA3 die with more HBM at

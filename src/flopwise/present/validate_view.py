@@ -498,6 +498,13 @@ def show_inference_validation(rep: dict[str, Any], rows: bool = False) -> None:
                 )
             )
     fitted = "; ".join(_fitted_caption(name, f) for name, f in rep.get("fitted", {}).items())
+    measured = rep.get("measured", {}).get("POWER_CAPPED_SHARE", {})
+    if measured:
+        shares = ", ".join(
+            f"{die} GEMMs {m['gemm']:.3f}, attention {m['attention']:.3f}"
+            for die, m in measured.items()
+        )
+        fitted += f"; serving kernels at the power cap's measured share ({shares}; not fitted)"
     cov = rep.get("interval_coverage_pct")
     caption = (
         f"out of sample = {rep.get('cross_validation', 'cross-validated')}; "

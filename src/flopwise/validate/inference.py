@@ -7,8 +7,10 @@ refitted without the family's rows. One inference constant is fitted on rows
 (``FITTED_CONSTANTS``): ``MMHA_OPS_PER_SM_CLOCK``, the rate of TensorRT-LLM's masked MHA decode
 kernel, on the rows that ran it (``--decode-kernel per-head``); those rows' out-of-sample
 predictions use the value fitted without their family, every other row's equal its in-sample
-one (the engine profiles are hand-set from engine sources). GEMMs run at the die's sustained fraction
-(plan/sustained.py), which is fitted on published training runs only, never on these rows. The
+one (the engine profiles are hand-set from engine sources). GEMMs run at the power cap's measured
+share of the die's ceiling where a sustained-load run measured it (plan/sustained.py
+POWER_CAPPED_SHARE, GH100), else at the die's sustained fraction, which is fitted on published
+training runs only: neither is ever fitted on these rows. The
 one candidate, ``FP8_GEMM_FRACTION``,
 is fitted per fold as a diagnostic and reported under ``fitted`` (see its comment in
 ``plan/infer/constants.py`` for why the fit is not shipped).
@@ -28,6 +30,7 @@ from typing import Any
 from flopwise.errors import FlopwiseError
 from flopwise.plan.infer.constants import FP8_GEMM_FRACTION, MMHA_OPS_PER_SM_CLOCK, get_engine
 from flopwise.plan.infer.uncertainty import weight_class
+from flopwise.plan.sustained import POWER_CAPPED_SHARE, POWER_CAPPED_SHARE_SOURCE
 from flopwise.validate.inference_rows import UNSEEN_FAMILIES, PosedRow, Unposed, posed_rows
 from flopwise.validate.scoring import (
     CrossValidation,
@@ -420,10 +423,22 @@ class InferenceValidation:
             "unseen": self._unseen(),
             "interval_coverage_pct": self.interval_coverage_pct,
             "fitted": self.fitted,
+            "measured": measured_constants(),
             "posed_rows": self.posed,
             "rows": [s.to_dict() for s in self.rows],
             "skipped": [{"id": i, "reason": why} for i, why in self.skipped],
         }
+
+
+def measured_constants() -> dict[str, Any]:
+    """The serving model's measured (not fitted) kernel shares, with where each was measured:
+    ``inference.measured`` in JSON."""
+    return {
+        "POWER_CAPPED_SHARE": {
+            die: {**shares, "source": POWER_CAPPED_SHARE_SOURCE[die]}
+            for die, shares in POWER_CAPPED_SHARE.items()
+        }
+    }
 
 
 def serving_regime(row: PosedRow) -> str:

@@ -36,6 +36,8 @@ log flush effect
 $PY benchmarks/device/flush_effect.py | tee "$OUT/r/flush_effect.csv"
 log bench memory
 $PY -m flopwise bench memory --out "$OUT/r/memory.json"
+log bench sustained
+$PY -m flopwise bench sustained --out "$OUT/r/sustained.json"
 log attention
 $PY -m flopwise bench attention --out "$OUT/r/bench_attention.json"
 $PY benchmarks/device/attention_sdpa.py "$OUT/r/attention.csv"

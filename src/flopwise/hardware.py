@@ -56,6 +56,8 @@ class Hardware:
     busbw_by_op: Mapping[str, float] = field(default_factory=dict)
     step_calibration: float | None = None  # bench step: measured / predicted tokens/s
     step_calibration_moe: float | None = None  # the same from a step of an MoE model
+    #: bench sustained: the share of its burst GEMM rate this device keeps under load
+    power_capped_gemm_share: float | None = None
     system_id: str | None = None
     origins: Mapping[str, Origin] = field(default_factory=dict)
     accelerator: Accelerator | None = None
@@ -181,6 +183,7 @@ class Hardware:
             "busbw_by_op": dict(self.busbw_by_op),
             "step_calibration": self.step_calibration,
             "step_calibration_moe": self.step_calibration_moe,
+            "power_capped_gemm_share": self.power_capped_gemm_share,
             "system": self.system_id,
             "matmul_shape_tflops": [list(row) for row in self.matmul_shape_tflops],
             "matmul_grouped_shape_tflops": [list(r) for r in self.matmul_grouped_shape_tflops],

@@ -53,6 +53,10 @@ SUBSTITUTE: dict[str, tuple[str, str]] = {
         "-b 1K -e 4K -n 2 -w 1",
         "tiny message sizes",
     ),
+    "flopwise bench sustained": (
+        "flopwise bench sustained --device cpu --size 128 --seconds 0.4 --window 0.1",
+        "a tiny GEMM for under a second on the CPU (no accelerator here)",
+    ),
     "flopwise bench io --path /scratch": (
         "flopwise bench io --path {tmp} --size 8M --files 10",
         "a temporary folder instead of /scratch, small sizes",

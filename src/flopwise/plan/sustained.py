@@ -192,11 +192,15 @@ def sustained_gemm_fraction(hw: Hardware) -> float:
 
 def serving_compute_share(hw: Hardware, kind: str) -> tuple[float, str]:
     """(share of its burst rate, where it comes from) of a serving engine's `kind` kernels
-    ("gemm" or "attention") on `hw`: the power-capped share measured on its die
-    (POWER_CAPPED_SHARE), else the die's training fraction (sustained_gemm_fraction); either
-    slowed when the part is capped below its die's power (power_clock_share)."""
+    ("gemm" or "attention") on `hw`: GEMMs at this device's own `bench sustained` share where
+    one is measured (``--measured``; basis "measured", at the device's own power cap); else the
+    power-capped share measured on its die (POWER_CAPPED_SHARE; "power-capped"), else the die's
+    training fraction (sustained_gemm_fraction; "training"); the die's values slowed when the
+    part is capped below its die's power (power_clock_share)."""
     if kind not in ("gemm", "attention"):
         raise ValueError(f"kind {kind!r}: expected 'gemm' or 'attention'")
+    if kind == "gemm" and hw.power_capped_gemm_share is not None:
+        return hw.power_capped_gemm_share, "measured"
     group = fraction_group(hw.id)
     measured = POWER_CAPPED_SHARE.get(group)
     if measured is not None:

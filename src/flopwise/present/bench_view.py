@@ -320,6 +320,39 @@ def show_attention(doc: dict[str, Any], result_id: int | None = None) -> None:
     _footer(doc, result_id)
 
 
+def show_sustained(doc: dict[str, Any], result_id: int | None = None) -> None:
+    rows = [
+        (
+            f"{w['t_s']:.1f}",
+            fmt_rate(w["tflops"]),
+            fmt_num(w.get("sm_clock_mhz"), 0, "—"),
+            fmt_num(w.get("power_w"), 0, "—"),
+            w["calls"],
+        )
+        for w in doc.get("windows", [])
+    ]
+    c = console()
+    c.print(
+        table(
+            f"Sustained GEMM on {doc['device']} ({doc['device_name']}), {doc['size']:,}^3 "
+            f"{doc['dtype']}, {doc['seconds']:g} s",
+            ["t (s)", "TFLOPS", "SM clock (MHz)", "power (W)", "calls"],
+            rows,
+            right=(0, 1, 2, 3, 4),
+        )
+    )
+    share = doc.get("gemm_share")
+    burst, sustained = doc.get("burst_tflops"), doc.get("sustained_tflops")
+    c.print(
+        f"burst {'unknown' if burst is None else fmt_rate(burst)} TFLOPS, sustained (second "
+        f"half) {'unknown' if sustained is None else fmt_rate(sustained)}: the device keeps "
+        + ("an unknown share" if share is None else f"{share:.3f}")
+        + " of its burst GEMM rate under load; `flopwise plan infer ... --measured latest` "
+        "runs serving GEMMs at that share"
+    )
+    _footer(doc, result_id)
+
+
 def _footer(doc: dict[str, Any], result_id: int | None) -> None:
     c = console()
     if doc.get("status") == "interrupted":

@@ -13,6 +13,9 @@ Contract with the benchmarks (the `summary` each stores):
   each op's peak applies to that op only, converted to per GPU
 - step:   ``{"calibration": measured/predicted tokens/s, "moe": bool, ...}`` (bench step); the
   newest dense step calibrates dense plans, the newest MoE step MoE plans
+- sustained: ``{"gemm_share": sustained / burst GEMM rate, "burst_tflops": float, ...}`` (bench
+  sustained); serving plans run their GEMMs at that share (plan/sustained.py
+  serving_compute_share)
 - attention: ``{"dtype": "bf16", "head_dim": 128, "fwd_tflops_inf": float, "fwd_s_half": float,
   "bwd_tflops_inf": float, "bwd_s_half": float, ...}`` (bench attention, 16-bit runs only)
 Only complete runs for the same accelerator id are used.
@@ -135,6 +138,20 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
             f"x{s.get('layers')} layers, {s.get('dtype')}, measured / predicted tokens/s; "
             "compute and memory-bound time divided by it"
             + (" (MoE plans only)" if s.get("moe") else " (dense plans only)"),
+        )
+    sustained = (
+        pinned
+        if pinned is not None and pinned.kind == "sustained"
+        else store.latest("sustained", hw.id)
+    )
+    share = None if sustained is None else sustained.summary.get("gemm_share")
+    if sustained is not None and isinstance(share, (int, float)) and 0 < share <= 1.5:
+        found = True
+        values["power_capped_gemm_share"] = (
+            float(share),
+            f"result {sustained.id} ({sustained.created_at}, {sustained.host}): bench sustained "
+            f"{sustained.summary.get('size')}^3 {sustained.summary.get('dtype')} for "
+            f"{sustained.summary.get('seconds')} s, sustained / burst GEMM rate (serving plans)",
         )
     if not found and store.latest("io") is None:  # storage alone: read by goodput
         raise FlopwiseError(

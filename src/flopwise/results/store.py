@@ -25,7 +25,7 @@ from flopwise.results._sqlite import (
     retry_locked,
 )
 
-KINDS: tuple[str, ...] = ("matmul", "memory", "comms", "io", "step", "attention")
+KINDS: tuple[str, ...] = ("matmul", "memory", "comms", "io", "step", "attention", "sustained")
 STATUSES: tuple[str, ...] = ("complete", "interrupted", "failed")
 
 

@@ -147,7 +147,7 @@ class Rates:
     mmha_ops_s: float = 0.0
     #: the share of its GEMM ceiling the die sustains here, and its basis: "power-capped" (the
     #: die's measured share under its power cap, plan/sustained.py POWER_CAPPED_SHARE) or
-    #: "training" (the die's fitted training fraction)
+    #: "training" (the die's fitted training fraction) or "measured" (bench sustained)
     compute_share: float = 1.0
     compute_share_basis: str = "training"
 

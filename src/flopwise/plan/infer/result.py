@@ -183,7 +183,12 @@ def assumptions_for(ctx: Context) -> list[str]:
             f"at the prompt's {ctx.job.input_len:,} tokens x the share it keeps under sustained "
             "load"
         )
-    if ctx.rates.compute_share_basis == "power-capped":
+    if ctx.rates.compute_share_basis == "measured":
+        out.append(
+            f"GEMMs at {ctx.rates.compute_share:.3f} of the matmul ceiling: the share this "
+            "device kept under sustained load (flopwise bench sustained)"
+        )
+    elif ctx.rates.compute_share_basis == "power-capped":
         out.append(
             f"GEMMs at {ctx.rates.compute_share:.3f} of the matmul ceiling: the share the die "
             "keeps under sustained load at its power cap, measured (plan/sustained.py "

@@ -1,0 +1,58 @@
+"""`flopwise bench sustained`: a GEMM's burst rate against its rate under sustained load."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from flopwise.cli._args import add_bench_outputs, positive_float, positive_int
+
+
+def register(bsub: Any) -> None:
+    p = bsub.add_parser(
+        "sustained",
+        help="GEMM rate under sustained load (power cap, clocks) against its burst rate",
+        description="Time a large square GEMM briefly (its burst rate), then back to back for "
+        "--seconds in --window windows, with the SM clock and board power where the backend "
+        "reports them. The share of the burst rate the second half keeps (gemm_share) is what "
+        "serving plans of this device run their GEMMs at with --measured: an engine's GEMMs "
+        "lose the power cap's share, not a training step's launch gaps and overlapped "
+        "collectives. Defaults: 8192^3 bf16 for 30 s in 2 s windows on an accelerator, "
+        "1024^3 fp32 for 6 s in 1 s windows on a CPU.",
+    )
+    p.add_argument(
+        "--device",
+        default="auto",
+        metavar="DEV",
+        help="auto|cpu|cuda[:i]|xpu[:i]|hpu[:i]|mps (default auto: the accelerator if present)",
+    )
+    p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="GEMM dtype")
+    p.add_argument("--size", type=positive_int, metavar="N", help="N x N x N GEMM")
+    p.add_argument("--seconds", type=positive_float, metavar="S", help="load duration")
+    p.add_argument("--window", type=positive_float, metavar="S", help="seconds per recorded window")
+    add_bench_outputs(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from flopwise.bench.device import parse_device_spec
+    from flopwise.bench.sustained import SustainedConfig, run_sustained
+    from flopwise.cli._bench_run import run_stored
+    from flopwise.present import bench_view
+
+    parse_device_spec(args.device)
+    config = SustainedConfig(
+        device=args.device,
+        dtype=args.dtype,
+        size=args.size,
+        seconds=args.seconds,
+        window_s=args.window,
+    )
+    return run_stored(
+        "sustained",
+        "sustained load",
+        args,
+        config.device,
+        lambda on_round, info: run_sustained(config, on_round, info=info),
+        bench_view.show_sustained,
+    )

@@ -73,6 +73,17 @@ def spread(text: str) -> float:
     return value
 
 
+def batch_sizes(text: str) -> tuple[int, ...]:
+    """A comma-separated list of positive batch sizes, returned sorted without repeats
+    (--cuda-graph-batch-sizes 1,2,4,8)."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items or not all(t.isdigit() and int(t) >= 1 for t in items):
+        raise FlopwiseError(
+            f"{text!r}: give positive batch sizes separated by commas, e.g. 1,2,4,8"
+        )
+    return tuple(sorted({int(t) for t in items}))
+
+
 def tokens(text: str) -> float:
     from flopwise.units import parse_count
 

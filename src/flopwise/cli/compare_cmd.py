@@ -173,6 +173,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
         allow_long_context=args.allow_long_context,
         fp8_context_attention=args.fp8_context_attention,
         decode_kernel=args.decode_kernel,
+        cuda_graph_batch_sizes=args.cuda_graph_batch_sizes or (),
         engine_max_batch=args.engine_max_batch,
         engine_max_tokens=args.engine_max_tokens,
         output_spread=args.output_spread or 0.0,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flopwise.cli._args import _positive_int, fraction, non_negative_float, spread
+from flopwise.cli._args import _positive_int, batch_sizes, fraction, non_negative_float, spread
 from flopwise.cli.job_flag import (
     _CMP,
     _I,
@@ -148,6 +148,15 @@ INFER_FLAGS: list[JobFlag] = [
         "pass per query head); default: the engine's (grouped)",
         kinds=_I,
         choices=DECODE_KERNELS,
+    ),
+    JobFlag(
+        "cuda-graph-batch-sizes",
+        "the batch sizes the engine captured CUDA graphs for, with padding on (TensorRT-LLM "
+        "cuda_graph_config enable_padding + batch_sizes): a decode-only pass runs the smallest "
+        "captured batch at least as large, its GEMMs over the padded rows; default: none",
+        kinds=_I,
+        parse=batch_sizes,
+        metavar="B1,B2,...",
     ),
     JobFlag(
         "output-spread",

@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
         allow_long_context=args.allow_long_context,
         fp8_context_attention=args.fp8_context_attention,
         decode_kernel=args.decode_kernel,
+        cuda_graph_batch_sizes=args.cuda_graph_batch_sizes or (),
         output_spread=args.output_spread or 0.0,
     )
     hw_doc = {

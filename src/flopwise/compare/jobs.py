@@ -130,6 +130,8 @@ class CompareInferJob:
     fp8_context_attention: bool | None = None
     #: The decode-attention kernel (see plan.infer.InferJob.decode_kernel); None: the engine's
     decode_kernel: str | None = None
+    #: CUDA-graph batch sizes with padding (see plan.infer.InferJob.cuda_graph_batch_sizes)
+    cuda_graph_batch_sizes: tuple[int, ...] = ()
     #: The engine's build sizes (see plan.infer.InferJob.engine_max_batch); None: its default.
     engine_max_batch: int | None = None
     engine_max_tokens: int | None = None
@@ -229,6 +231,7 @@ class CompareInferJob:
             "allow_long_context": self.allow_long_context,
             "fp8_context_attention": self.fp8_context_attention,
             "decode_kernel": self.decode_kernel,
+            "cuda_graph_batch_sizes": list(self.cuda_graph_batch_sizes),
             "engine_max_batch": self.engine_max_batch,
             "engine_max_tokens": self.engine_max_tokens,
             "batch_rule": self.batch_rule,

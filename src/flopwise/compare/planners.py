@@ -153,6 +153,7 @@ def infer_estimate(
             allow_long_context=job.allow_long_context,
             fp8_context_attention=job.fp8_context_attention,
             decode_kernel=job.decode_kernel,
+            cuda_graph_batch_sizes=job.cuda_graph_batch_sizes,
             engine_max_batch=job.engine_max_batch,
             engine_max_tokens=job.engine_max_tokens,
             output_spread=job.output_spread,

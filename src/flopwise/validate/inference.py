@@ -108,6 +108,7 @@ def _plan_row(
         allow_long_context=row.allow_long_context,
         fp8_context_attention=row.fp8_context_attention,
         decode_kernel=row.decode_kernel,
+        cuda_graph_batch_sizes=row.cuda_graph_batch_sizes,
     )
     engine = replace(
         get_engine(engine_name), fp8_gemm_fraction=fraction, mmha_ops_per_sm_clock=mmha

@@ -25,7 +25,9 @@ How each source is posed (see NOTES.md "Inference rows"):
   dataset sizes): posed as ``trtllm014``; NVFP4 columns as ``--weight-dtype fp4 --kv-dtype
   fp8``; the RTX PRO 6000 tables' TPxPP layouts with ``--pp`` inside the 8-GPU RTX PRO Server;
   MoE models with ``--ep`` = TP and ``--attention-dp`` (the doc's MoE options; its
-  ``$ep_size`` is not published per row). Unseen: scored apart (UNSEEN_FAMILIES).
+  ``$ep_size`` is not published per row); decode passes padded to the CUDA-graph batch sizes
+  of the doc's ``llm_options.yml`` (``--cuda-graph-batch-sizes``). Unseen: scored apart
+  (UNSEEN_FAMILIES).
 - ``sglang030`` (ShareGPT, request rates) and ``lambda_vllm054`` (lengths not stated): skipped.
 
 FP8 rows are fp8 weights, activations and KV cache (TensorRT-LLM perf docs: "If you specify FP8
@@ -43,7 +45,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from types import MappingProxyType
 
-from flopwise.validate.trtllm_presets import preset_sizes
+from flopwise.validate.trtllm_presets import CUDA_GRAPH_BATCH_SIZES, preset_sizes
 
 #: Accelerator names used by the published file -> catalog ids.
 ACCELERATORS: Mapping[str, str] = MappingProxyType(
@@ -149,6 +151,9 @@ class PosedRow:
     attention_dp: bool = False  # attention data parallelism over the TP ranks (--attention-dp)
     #: the source's release decoded this model with masked MHA (--decode-kernel per-head)
     decode_kernel: str | None = None
+    #: the CUDA-graph batch sizes the source's engine padded decode passes to
+    #: (--cuda-graph-batch-sizes; trtllm_presets.CUDA_GRAPH_BATCH_SIZES)
+    cuda_graph_batch_sizes: tuple[int, ...] = ()
     #: a modelling choice was made with this row in view (its notes say "IN VIEW:")
     in_view: bool = False
 
@@ -188,6 +193,8 @@ class PosedRow:
             parts += [f"--{no}fp8-context-attention"]
         if self.decode_kernel is not None:
             parts += ["--decode-kernel", self.decode_kernel]
+        if self.cuda_graph_batch_sizes:
+            parts += ["--cuda-graph-batch-sizes", ",".join(map(str, self.cuda_graph_batch_sizes))]
         if self.ep > 1:
             parts += ["--ep", str(self.ep)]
         if self.attention_dp:
@@ -392,6 +399,7 @@ def pose(r: Mapping[str, str]) -> PosedRow | Unposed:
         ep=tp if ep_over_tp else 1,
         attention_dp=ep_over_tp,
         decode_kernel="per-head" if _per_head_decode(fam, model) else None,
+        cuda_graph_batch_sizes=CUDA_GRAPH_BATCH_SIZES.get(fam, ()),
         in_view=IN_VIEW_MARKER in notes,
     )
 

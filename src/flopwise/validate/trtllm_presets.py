@@ -54,3 +54,15 @@ def preset_sizes(family: str, model: str, tp: int, seq_len: int) -> tuple[int, i
     if rows is None:
         return None
     return rows.get(seq_len, rows["general"])
+
+
+#: The CUDA-graph batch sizes the TensorRT-LLM 1.0 perf-overview ran with padding on: its
+#: "Reproducing Benchmarked Results" section gives one ``llm_options.yml`` for dense and one
+#: for MoE models (``trtllm-bench ... throughput --backend pytorch --extra_llm_api_options
+#: $llm_options``), both ``cuda_graph_config: {enable_padding: true, batch_sizes: [1, 2, 4, 8,
+#: 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192]}`` (NVIDIA/TensorRT-LLM
+#: docs/source/performance/perf-overview.md, the 1.0 edition whose tables are the trtllm10
+#: rows). Posed as ``--cuda-graph-batch-sizes``.
+CUDA_GRAPH_BATCH_SIZES: dict[str, tuple[int, ...]] = {
+    "trtllm10": (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192),
+}

@@ -94,12 +94,23 @@ class InferJob:
     #: with ``num_requests``: the requests' output lengths spread evenly over (1 +/- this) x
     #: output_len, mean unchanged (random-length benchmarks; ``offline.simulate``); 0: all equal
     output_spread: float = 0.0
+    #: the batch sizes the engine captured CUDA graphs for, with padding on (TensorRT-LLM's
+    #: ``cuda_graph_config: {enable_padding: true, batch_sizes: [...]}``): a decode-only pass
+    #: of n sequences per executor runs the smallest captured batch >= n, its GEMMs and LM head
+    #: over the padded rows (the dummy requests' attention reads next to no KV); empty: none
+    cuda_graph_batch_sizes: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.decode_kernel is not None and self.decode_kernel not in DECODE_KERNELS:
             raise FlopwiseError(
                 f"decode kernel must be one of {', '.join(DECODE_KERNELS)}, "
                 f"got {self.decode_kernel!r}"
+            )
+        sizes = self.cuda_graph_batch_sizes
+        if any(not isinstance(b, int) or b < 1 for b in sizes) or list(sizes) != sorted(set(sizes)):
+            raise FlopwiseError(
+                "cuda_graph_batch_sizes must be positive integers in increasing order, got "
+                f"{list(sizes)!r}"
             )
         for name in ("input_len", "output_len", "tp", "pp", "replicas", "ep"):
             value = getattr(self, name)
@@ -221,6 +232,7 @@ class InferJob:
             "fp8_context_attention": self.fp8_context_attention,
             "decode_kernel": self.decode_kernel,
             "output_spread": self.output_spread,
+            "cuda_graph_batch_sizes": list(self.cuda_graph_batch_sizes),
         }
 
 

@@ -3,6 +3,7 @@ through the pipeline stages in micro-batches."""
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -63,6 +64,30 @@ def pipelined(
     )
 
 
+def graph_batch_cap(max_num_seqs: int | None, max_num_tokens: int) -> int:
+    """The largest decode batch an engine captures a CUDA graph for: its sequence slots, and
+    one token per sequence within its token budget (TensorRT-LLM
+    ``_filter_cuda_graph_batch_sizes``: min(max_batch_size, max_num_tokens))."""
+    return max_num_tokens if max_num_seqs is None else min(max_num_seqs, max_num_tokens)
+
+
+def padded_rows(captured: tuple[int, ...], seqs: float, cap: int | None = None) -> float:
+    """GEMM rows per real sequence of a decode-only pass of `seqs` sequences on an engine that
+    pads to its captured CUDA-graph batch sizes `captured` (sorted): the smallest captured size
+    >= ceil(seqs), over seqs; 1 without captured sizes or above the largest (run eagerly).
+
+    With the engine's `cap` (graph_batch_cap), the sizes above it are not captured and, as
+    TensorRT-LLM's filter does when padding is on and a larger size was asked for, the cap
+    itself is captured in their place."""
+    if cap is not None and captured and captured[-1] > cap:
+        captured = (*(b for b in captured if b < cap), cap)
+    if not captured or seqs <= 0:
+        return 1.0
+    need = math.ceil(seqs - 1e-9)
+    i = bisect.bisect_left(captured, need)
+    return captured[i] / seqs if i < len(captured) else 1.0
+
+
 def prefill_phase(ctx: Context, seqs: float) -> Phase:
     s = ctx.job.input_len
     full, sliding = prefill_pairs(ctx.spec, s)
@@ -83,8 +108,15 @@ def prefill_phase(ctx: Context, seqs: float) -> Phase:
 def decode_phase(
     ctx: Context, seqs: float, q_tokens: int = 1, prefill_per_step: float = 0.0
 ) -> Phase:
-    """Mean decode step of `seqs` sequences; optional prompt tokens interleaved into each step."""
+    """Mean decode step of `seqs` sequences; optional prompt tokens interleaved into each step.
+
+    A decode-only pass (no prompt tokens, one query token) of an engine that captured CUDA
+    graphs with padding (InferJob.cuda_graph_batch_sizes) runs the smallest captured batch at
+    least as large as each executor's sequences: its GEMMs and LM head process the padded rows,
+    while the dummy requests' attention reads next to no KV and the host walks only the real
+    requests."""
     keys, keys_sliding = mean_decode_keys(ctx.spec, ctx.job.input_len, ctx.job.output_len)
+    graphed = prefill_per_step == 0 and q_tokens == 1
     if not ctx.shard.decode_local:  # chunked layers decode over every cached token
         keys_sliding = keys
     s = ctx.job.input_len
@@ -92,8 +124,18 @@ def decode_phase(
 
     def make(n: float) -> Pass:
         share = prefill_per_step * n / seqs  # prompt tokens this micro-batch carries
+        # each micro-batch of each attention-DP executor replays its own graph
+        rows_per_seq = (
+            padded_rows(
+                ctx.job.cuda_graph_batch_sizes,
+                n / ctx.shard.attn_dp,
+                graph_batch_cap(ctx.engine.max_num_seqs, ctx.engine.max_num_tokens),
+            )
+            if graphed
+            else 1.0
+        )
         return Pass(
-            tokens=n * q_tokens + share,
+            tokens=n * q_tokens * rows_per_seq + share,
             decode_seqs=n,
             decode_q=q_tokens,
             decode_keys=keys,
@@ -101,7 +143,7 @@ def decode_phase(
             prefill_tokens=share,
             prefill_pairs=share / s * full,
             prefill_pairs_sliding=share / s * sliding,
-            logits_rows=n * q_tokens + share / s,
+            logits_rows=n * q_tokens * rows_per_seq + share / s,
         )
 
     # a prompt joining this step is one more request for the host to walk

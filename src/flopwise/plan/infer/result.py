@@ -201,6 +201,15 @@ def assumptions_for(ctx: Context) -> list[str]:
             "fraction (plan/sustained.py); no sustained-load measurement of this die isolates "
             "its power cap"
         )
+    if ctx.job.cuda_graph_batch_sizes:
+        sizes = ctx.job.cuda_graph_batch_sizes
+        out.append(
+            "decode-only passes replay CUDA graphs captured at batch "
+            f"{', '.join(f'{b:,}' for b in sizes)} with padding (--cuda-graph-batch-sizes): "
+            "each executor's sequences run the smallest captured batch at least as large, the "
+            "GEMMs over the padded rows; passes with prompt tokens are not padded"
+            + (f"; above {sizes[-1]:,} they run unpadded" if sizes else "")
+        )
     comm = tp_comm_note(ctx.hw, ctx.job.tp)
     if comm:
         out.append(comm)

@@ -71,15 +71,17 @@ class SustainedConfig:
             raise FlopwiseError(f"--seconds must be positive, got {self.seconds}")
         if self.window_s is not None and self.window_s <= 0:
             raise FlopwiseError(f"--window must be positive, got {self.window_s}")
-        if (
-            self.seconds is not None
-            and self.window_s is not None
-            and self.window_s * 2 > self.seconds
-        ):
-            raise FlopwiseError(
-                f"--window {self.window_s:g} s leaves fewer than two windows in --seconds "
-                f"{self.seconds:g}; give a window at most half the run"
-            )
+        if self.seconds is not None and self.window_s is not None:
+            check_windows(self.window_s, self.seconds)
+
+
+def check_windows(window_s: float, seconds: float) -> None:
+    """Refuse a window longer than half the run: the steady state is the second half."""
+    if window_s * 2 > seconds:
+        raise FlopwiseError(
+            f"--window {window_s:g} s leaves fewer than two windows in --seconds {seconds:g}; "
+            "give a window at most half the run"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,13 +170,12 @@ def _telemetry(torch: Any, info: DeviceInfo) -> tuple[float | None, float | None
     """(SM clock MHz, board power W) where the backend reports them (CUDA through NVML)."""
     if info.type != "cuda":
         return None, None
-    clock = power = None
     try:
-        clock = float(torch.cuda.clock_rate(info.index))
+        clock: float | None = float(torch.cuda.clock_rate(info.index))
     except Exception:  # telemetry is optional (no NVML, ROCm, ...)
         clock = None
     try:
-        power = float(torch.cuda.power_draw(info.index)) / 1000.0  # milliwatts
+        power: float | None = float(torch.cuda.power_draw(info.index)) / 1000.0  # milliwatts
     except Exception:
         power = None
     return clock, power
@@ -196,10 +197,7 @@ def run_sustained(
     size = config.size or d.size
     seconds = config.seconds or d.seconds
     window_s = config.window_s or min(d.window_s, seconds / 2)
-    if window_s * 2 > seconds:
-        raise FlopwiseError(
-            f"--window {window_s:g} s leaves fewer than two windows in --seconds {seconds:g}"
-        )
+    check_windows(window_s, seconds)  # a given window against a default run length
     dt = getattr(torch, SUSTAINED_DTYPES[dtype])
     dev = torch_device(torch, info)
     from flopwise.bench.provenance import provenance

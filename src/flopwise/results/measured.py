@@ -81,9 +81,7 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
         # measured bf16 one would price the same device two ways
         rate, rate_ref = values["matmul_tflops:bf16"]
         values["matmul_tflops:fp16"] = (rate, f"{rate_ref}, measured as bf16 (same tensor cores)")
-    result = (
-        pinned if pinned is not None and pinned.kind == "memory" else store.latest("memory", hw.id)
-    )
+    result = _pinned_or_latest(store, pinned, "memory", hw.id)
     if result is not None:
         found = True
         if result.summary.get("triad_gbps"):
@@ -103,11 +101,7 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
             has_catalog = hw.scaleup_bw_uni_gbps if tier == "intra" else hw.inter_bw_per_gpu_gbps
             if fallback and not has_catalog and f"{tier}_busbw_gbps" not in values:
                 values[f"{tier}_busbw_gbps"] = (value, ref)
-    attention = (
-        pinned
-        if pinned is not None and pinned.kind == "attention"
-        else store.latest("attention", hw.id)
-    )
+    attention = _pinned_or_latest(store, pinned, "attention", hw.id)
     curves = (
         attention_curves(attention.summary, allow_fp32=hw.id == CPU_ID)
         if attention is not None
@@ -139,11 +133,7 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
             "compute and memory-bound time divided by it"
             + (" (MoE plans only)" if s.get("moe") else " (dense plans only)"),
         )
-    sustained = (
-        pinned
-        if pinned is not None and pinned.kind == "sustained"
-        else store.latest("sustained", hw.id)
-    )
+    sustained = _pinned_or_latest(store, pinned, "sustained", hw.id)
     share = None if sustained is None else sustained.summary.get("gemm_share")
     if sustained is not None and isinstance(share, (int, float)) and 0 < share <= 1.5:
         found = True
@@ -159,6 +149,16 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
             "`flopwise bench memory` on that machine first"
         )
     return hw.with_measurements(**values)
+
+
+def _pinned_or_latest(
+    store: ResultStore, pinned: StoredResult | None, kind: str, accelerator: str
+) -> StoredResult | None:
+    """The pinned run where it is of `kind`, else the newest complete `kind` run of the device
+    (the kinds --measured reads one run of)."""
+    if pinned is not None and pinned.kind == kind:
+        return pinned
+    return store.latest(kind, accelerator)
 
 
 def matmul_by_dtype(

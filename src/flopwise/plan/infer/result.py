@@ -207,8 +207,8 @@ def assumptions_for(ctx: Context) -> list[str]:
             "decode-only passes replay CUDA graphs captured at batch "
             f"{', '.join(f'{b:,}' for b in sizes)} with padding (--cuda-graph-batch-sizes): "
             "each executor's sequences run the smallest captured batch at least as large, the "
-            "GEMMs over the padded rows; passes with prompt tokens are not padded"
-            + (f"; above {sizes[-1]:,} they run unpadded" if sizes else "")
+            "GEMMs over the padded rows; sizes above the engine's min(max_batch_size, "
+            "max_num_tokens) are replaced by it; passes with prompt tokens are not padded"
         )
     comm = tp_comm_note(ctx.hw, ctx.job.tp)
     if comm:

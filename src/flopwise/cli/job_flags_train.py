@@ -210,6 +210,12 @@ TRAIN_FLAGS: list[JobFlag] = [
             ),
             ("dp-comm-overlap", "gradient reduction overlaps the backward (DDP/FSDP buckets)"),
             ("pp-scatter-gather", "pipeline sends split over TP ranks (Megatron scatter/gather)"),
+            (
+                "compile",
+                "the model runs under torch.compile: each chain of pointwise ops (norm, RoPE, "
+                "activation) is one fused kernel; without it torchtitan runs them as eager "
+                "PyTorch ops, one kernel each (other profiles already fuse them)",
+            ),
         )
     ),
     JobFlag(
@@ -257,6 +263,15 @@ TRAIN_FLAGS: list[JobFlag] = [
         parse=non_negative_float,
         metavar="GIB",
         dest_name="memory_headroom_gib",
+    ),
+    JobFlag(
+        "fused-norm",
+        "each norm is one fused kernel where the other pointwise ops run eagerly (torchtitan's "
+        "norm_type fused_rmsnorm; without --compile)",
+        kinds=_T,
+        doors=_PLAN,
+        action=FLAG,
+        default=False,
     ),
     JobFlag(
         "fused-loss",

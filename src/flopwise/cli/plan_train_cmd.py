@@ -39,6 +39,7 @@ def framework_job_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "ep_dispatcher": args.ep_dispatcher or "alltoall",
         "dp_comm_overlap": args.dp_comm_overlap,
         "pp_scatter_gather": args.pp_scatter_gather,
+        "compile": getattr(args, "compile", None),
         "remat_tensors": getattr(args, "remat_tensors", None) or (),
         "fp8_recipe": args.fp8_recipe,
         "optimizer": getattr(args, "optimizer", None) or "adamw",
@@ -133,6 +134,7 @@ def train_plan_from_args(
         sustained_compute_fraction=sustained_compute_fraction,
         memory_headroom_gib=args.memory_headroom_gib,
         fused_loss=args.fused_loss,
+        fused_norm=args.fused_norm,
     )
     cons = LayoutConstraints(
         tp=args.tp,

@@ -198,6 +198,9 @@ def show_train_plan(doc: dict[str, Any]) -> None:
         else f"attention core: {share:.0%} of compute and recompute"
         + (" (attention-bound: see the interval's regime)" if "attention-bound" in regime else "")
     )
+    pointwise = doc.get("pointwise") or {}
+    if pointwise.get("kernels") == "eager":
+        caption = (caption + "; " if caption else "") + f"pointwise ops: {pointwise['what']}"
     out.print(table("Step time", ["", "s", "share"], time_rows, caption=caption, right=(1, 2)))
     s = doc["search"]
     note = (

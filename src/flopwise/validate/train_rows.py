@@ -270,6 +270,14 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
             # torchtitan compiles the loss with --training.compile at its June 2025 commits
             # (components/loss.py); at the Dec 2024 one (9dec370) it stayed eager
             out += ["--fused-loss"]
+        if rid.startswith(TORCHTITAN_FUSED_NORM_BY_CONFIG):
+            out += ["--fused-norm"]
+            note += "; norm_type fused_rmsnorm"
+        if "compile" in notes or rid.startswith(TORCHTITAN_COMPILED_BY_CONFIG):
+            # --training.compile: the blocks' pointwise chains fused (without it, the eager ops
+            # of torchtitan's model code: plan/train/pointwise.py)
+            out += ["--compile"]
+            note += "; torch.compile"
         return out, note
     if family == "maxtext":
         if tp is None or dp is None:
@@ -298,6 +306,19 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
         out += ["--fused-loss"]
         return out, note
     return "no published layout for this family of runs"
+
+
+#: torchtitan rows whose table names no compile setting but whose config sets it: the 405B
+#: runs of docs/performance.md at 3e3909a0 used train_configs/llama3_405b.toml, which has
+#: ``compile = true`` at that commit (the A100 rows' Llama 2/3 tomls have ``compile = false``).
+TORCHTITAN_COMPILED_BY_CONFIG: tuple[str, ...] = ("tt2411_405b",)
+
+
+#: torchtitan rows whose config ran the Triton fused RMSNorm: the A100 numbers of
+#: docs/performance.md were measured in April 2024 (commits 395a52627 and 1ea476e9f, unchanged
+#: since) with train_configs/llama_13b.toml and llama3_8b.toml, ``norm_type =
+#: "fused_rmsnorm"``; their 70B configs had ``"rmsnorm"`` (eager), and all ``compile = false``.
+TORCHTITAN_FUSED_NORM_BY_CONFIG: tuple[str, ...] = ("tt2411_l3_8b", "tt2411_l2_13b")
 
 
 def _dtype_flags(row: Row, family: str) -> list[str]:

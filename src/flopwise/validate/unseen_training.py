@@ -117,9 +117,10 @@ def pose_argv(r: Row) -> list[str] | str:
     if recompute:
         argv += ["--recompute", recompute]
     if framework == "torchtitan" and "torch.compile" in r["notes"]:
-        # torchtitan compiles the loss with --training.compile (components/loss.py), as the
-        # June 2025 rows of validate --only training are posed (train_rows.py)
-        argv += ["--fused-loss"]
+        # torchtitan compiles the loss and the blocks with --training.compile
+        # (components/loss.py), as the June 2025 rows of validate --only training are posed
+        # (train_rows.py)
+        argv += ["--fused-loss", "--compile"]
     vp = _cell(r, "vp")
     if vp and vp > 1:
         argv += ["--vpp", str(vp)]

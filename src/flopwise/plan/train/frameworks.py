@@ -75,6 +75,10 @@ class FrameworkProfile:
     # activation and RoPE make no HBM round trip of their own; a norm's reduction still reads
     # its input once (FUSED_NORM_READS_PER_LAYER)
     fused_pointwise: bool = False
+    # the model code's pointwise ops (norms, RoPE, the gated activation) run as plain PyTorch
+    # ops, one kernel each, unless the job is compiled (TrainJob.compile): torchtitan's Llama
+    # without --training.compile (plan/train/pointwise.py prices the traced op graph)
+    eager_pointwise: bool = False
     # the layer's QKV and FC1 projections are Transformer Engine LayerNormLinear/LayerNormMLP
     # modules (Megatron-Core's TE layer spec: TELayerNormColumnParallelLinear for linear_qkv
     # and linear_fc1, megatron/core/models/gpt/gpt_layer_specs.py), whose norm and activation
@@ -127,6 +131,7 @@ class FrameworkProfile:
             "fp8_recipe": self.fp8_recipe,
             "separate_projections": self.separate_projections,
             "fused_pointwise": self.fused_pointwise,
+            "eager_pointwise": self.eager_pointwise,
             "te_layernorm_modules": self.te_layernorm_modules,
             "zero_grad_handling": self.zero_grad_handling,
             "max_tp": self.max_tp,
@@ -251,7 +256,8 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         summary="torchtitan (PyTorch-native): FSDP2 with bf16 parameters and fp32 "
         "gradient reduction, prefetched all-gathers and reduce-scatters overlapping "
         "compute, SDPA attention (FlashAttention-2 kernels), TP via DTensor (async-TP "
-        "only when enabled), pipeline schedules from torch.distributed.pipelining",
+        "only when enabled), pipeline schedules from torch.distributed.pipelining, "
+        "pointwise ops run eagerly unless --compile",
         attention="flash2",
         dp_overlap="backward",
         tp_comm_overlap=False,
@@ -263,6 +269,9 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         fp8_recipe="tensorwise",
         # torchtitan/models/llama3/model.py: Attention wq, wk, wv; FeedForward w1, w3
         separate_projections=True,
+        # train_configs/*.toml: compile = false; the model's RMSNorm, RoPE and SwiGLU are
+        # plain PyTorch ops (torchtitan/models/norms.py, models/llama/model.py at 9dec370)
+        eager_pointwise=True,
         zero_grad_handling="fsdp2-copy-in",
         sources=(
             "pytorch/torchtitan docs/fsdp.md (FSDP2: reshard_after_forward, implicit "
@@ -272,6 +281,8 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
             "(torch.nn.functional.scaled_dot_product_attention docs)",
             "pytorch/torchtitan docs/float8.md: float8 via torchao, tensorwise scaling unless "
             "recipe_name is rowwise / rowwise_with_gw_hp",
+            "pytorch/torchtitan train_configs/llama3_8b.toml (9dec370): compile = false, "
+            "norm_type = rmsnorm (eager RMSNorm in torchtitan/models/norms.py)",
         ),
     ),
     FrameworkProfile(

@@ -83,6 +83,13 @@ class TrainJob:
     # the loss is one fused cross-entropy kernel (torch.compile, FlashAttention's Triton
     # cross-entropy): no fp32 copies of the logits; applies to the PyTorch-native (FSDP) recipes
     fused_loss: bool = False
+    # the model runs under torch.compile, its pointwise chains fused into one kernel each;
+    # None: the framework profile's default (FrameworkProfile.eager_pointwise: torchtitan runs
+    # eagerly unless --training.compile). Only changes profiles that run eager ops
+    compile: bool | None = None
+    # each norm is one fused kernel even where the other pointwise ops run eagerly
+    # (torchtitan's norm_type fused_rmsnorm, a Triton kernel)
+    fused_norm: bool = False
     # MaxText remat_policy=custom: (tensor, "device" | "offload" | "remat") pairs
     # (workload/remat.py); tensors not named are recomputed, the layer input stays on device
     remat_tensors: tuple[tuple[str, str], ...] = ()
@@ -173,6 +180,12 @@ class TrainJob:
     @property
     def attention_kernel(self) -> str:
         return self.attention or self.profile.attention
+
+    @property
+    def eager_pointwise(self) -> bool:
+        """Pointwise ops run one PyTorch op per kernel (plan/train/pointwise.py): a profile
+        that runs eager ops, not compiled."""
+        return self.profile.eager_pointwise and not self.compile
 
     @property
     def fp8_recipe_name(self) -> str:

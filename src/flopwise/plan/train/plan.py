@@ -23,6 +23,7 @@ from .layout import (
     zero_shard_gpus,
 )
 from .muon import MUON_SOURCE, check_muon_sharding, muon_managed_share
+from .pointwise import pointwise_summary
 from .search import Candidate, SearchOutcome, search
 from .summary import context_summary
 
@@ -203,6 +204,7 @@ class TrainPlan:
             "cost_usd": self.cost_usd,
             **self._intervals(),
             "framework": job.profile.to_dict(),
+            "pointwise": pointwise_summary(job),
             "optimizer": self._optimizer_dict(),
             "ep_dispatcher": job.ep_dispatcher,
             "objective": job.objective,

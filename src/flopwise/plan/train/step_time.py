@@ -29,9 +29,6 @@ from .constants import (
     ACT_BYTES,
     ADAM_EXTRA_WRITE_BYTES,
     CROSS_ENTROPY_TRAFFIC_BYTES,
-    FUSED_NORM_READS_PER_LAYER,
-    HIDDEN_ELEMENTWISE_PER_LAYER,
-    MEMORY_BOUND_BWD_FACTOR,
     OVERLAP_COMPUTE_TAX,
     PP_EXPOSED_FRACTION,
     STEP_FIXED_S,
@@ -47,6 +44,7 @@ from .fp8_recipes import FP8_BYTES
 from .layout import Layout, stage_layers
 from .memory import _stage_params, expert_shard_group
 from .muon import layer_matrices, newton_schulz_s, tp_gather_s
+from .pointwise import layer_pointwise_bytes
 from .recipes import grad_reduce_bytes
 from .xla_memory import policy_recompute_s, policy_recomputes_attention
 
@@ -65,6 +63,7 @@ class LayerCost:
     cp_bwd: float
     ep_fwd: float
     ep_bwd: float
+    pointwise_fwd: float = 0.0  # memory-bound pointwise ops alone, forward (inside compute_fwd)
 
 
 def _gemm(
@@ -167,21 +166,11 @@ def layer_cost(
     g_fwd /= sustain
     g_bwd /= sustain
     a_fwd, a_bwd = _attention_core(ctx, t, tp, mb, cp)
-    # memory-bound elementwise work
-    act_mult = 3.0 if m.gated_mlp else 2.0
-    fused = ctx.job.profile.fused_pointwise
-    per_h = FUSED_NORM_READS_PER_LAYER if fused else HIDDEN_ELEMENTWISE_PER_LAYER
-    elems = per_h * h / (tp if sp else 1)
-    if not fused:
-        elems += (1 - frac_moe) * act_mult * m.ffn / tp
-    if m.is_moe:
-        # token dispatch and combine move data between experts: no matmul to ride on
-        expert_act = 0.0 if fused else act_mult * m.expert_ffn / tp
-        elems += frac_moe * m.experts_per_token * (4.0 * h + expert_act)
-    if ctx.rope and not fused:
-        elems += 2.0 * (m.heads / tp + kv_local) * m.head_dim
-    e_fwd = elems * t * ACT_BYTES / ctx.bw_bytes_s
-    e_bwd = MEMORY_BOUND_BWD_FACTOR * e_fwd
+    # memory-bound pointwise work: fused kernels, XLA fusions or eager ops (pointwise.py)
+    pw_fwd, pw_bwd = layer_pointwise_bytes(ctx, tp, sp, frac_moe)
+    e_fwd = pw_fwd * t / ctx.bw_bytes_s
+    e_bwd = pw_bwd * t / ctx.bw_bytes_s
+    pointwise_fwd = e_fwd
     if ctx.job.dtype == "fp8":
         # the recipe's casts (and transposes, rescales) around every FP8 GEMM (plan/train/fp8.py)
         cast = layer_cast_cost(ctx, ctx.fp8_recipe, t, tp, sp, ep)
@@ -234,6 +223,7 @@ def layer_cost(
         compute_bwd=g_bwd + a_bwd + e_bwd,
         attn_fwd=a_fwd,
         attn_bwd=a_bwd,
+        pointwise_fwd=pointwise_fwd,
         tp_fwd=tp_f,
         tp_bwd=tp_f,
         cp_fwd=cp_f,
@@ -409,7 +399,13 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     elif lay.recompute == "op":
         # the re-run matmuls' share of the layer's forward GEMM time (workload/flops.py)
         share = ctx.recompute_flops_per_token["op"] / (2.0 * max(ctx.counts.layer_matmul_active, 1))
-        rc_layer = (lc.compute_fwd - lc.attn_fwd) * share
+        if ctx.job.eager_pointwise:
+            # per-op SAC saves matmul and attention outputs only (torchtitan's _save_list):
+            # every eager pointwise op runs again, each its own kernel
+            rc_layer = (lc.compute_fwd - lc.attn_fwd - lc.pointwise_fwd) * share
+            rc_layer += lc.pointwise_fwd
+        else:
+            rc_layer = (lc.compute_fwd - lc.attn_fwd) * share
     elif lay.recompute in POLICIES:  # MaxText's remat policies (xla_memory.py)
         rc_layer = policy_recompute_s(ctx, lay, lc.compute_fwd, lc.attn_fwd)
         rc_attn = lc.attn_fwd if policy_recomputes_attention(ctx, lay) else 0.0

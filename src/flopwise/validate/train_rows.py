@@ -309,8 +309,9 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
 
 
 #: torchtitan rows whose table names no compile setting but whose config sets it: the 405B
-#: runs of docs/performance.md at 3e3909a0 used train_configs/llama3_405b.toml, which has
-#: ``compile = true`` at that commit (the A100 rows' Llama 2/3 tomls have ``compile = false``).
+#: runs of docs/performance.md (added in August 2024, 9515a140b and 3faaa1a0d; unchanged at
+#: 3e3909a0) used train_configs/llama3_405b.toml, which has ``compile = true`` at each of those
+#: commits (the A100 rows' Llama 2/3 tomls have ``compile = false``).
 TORCHTITAN_COMPILED_BY_CONFIG: tuple[str, ...] = ("tt2411_405b",)
 
 

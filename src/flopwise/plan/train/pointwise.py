@@ -86,7 +86,7 @@ def pointwise_kernels(job: TrainJob) -> str:
     return "eager" if job.eager_pointwise else "fused"
 
 
-def pointwise_summary(job: TrainJob) -> dict[str, str]:
+def pointwise_summary(job: TrainJob) -> dict[str, str | None]:
     """What a plan says about its pointwise kernels: which, and on what it rests."""
     kind = pointwise_kernels(job)
     if kind == "xla":
@@ -99,7 +99,7 @@ def pointwise_summary(job: TrainJob) -> dict[str, str]:
         what = "eager PyTorch ops, one kernel each (--compile fuses them)"
         if job.fused_norm:
             what += "; each norm one fused kernel"
-    return {"kernels": kind, "what": what, "source": EAGER_SOURCE if kind == "eager" else ""}
+    return {"kernels": kind, "what": what, "source": EAGER_SOURCE if kind == "eager" else None}
 
 
 def layer_pointwise_bytes(

@@ -83,20 +83,10 @@ def test_eager_bytes_add_up_torchtitans_ops() -> None:
     h, ffn, q_k, kv = 4096, 14336, (32 + 8) * 128, 8 * (128 + 128)
     b = EAGER_BYTES_PER_ELEMENT
     fwd, bwd = layer_pointwise_bytes(_ctx(), tp=1, sp=False, frac_moe=0.0)
-    assert fwd == pytest.approx(
-        2 * b["rms_norm"][0] * h
-        + 2 * b["residual"][0] * h
-        + b["gated_act"][0] * ffn
-        + b["rope"][0] * q_k
-        + repeat_kv_bytes(4) * kv
-    )
-    assert bwd == pytest.approx(
-        2 * b["rms_norm"][1] * h
-        + 2 * b["residual"][1] * h
-        + b["gated_act"][1] * ffn
-        + b["rope"][1] * q_k
-        + repeat_kv_bytes(4) * kv
-    )
+    for got, d in ((fwd, 0), (bwd, 1)):  # forward, then backward
+        two_norms_two_residuals = 2 * (b["rms_norm"][d] + b["residual"][d]) * h
+        rest = b["gated_act"][d] * ffn + b["rope"][d] * q_k + repeat_kv_bytes(4) * kv
+        assert got == pytest.approx(two_norms_two_residuals + rest)
     fused_fwd, fused_bwd = layer_pointwise_bytes(_ctx(compile=True), tp=1, sp=False, frac_moe=0)
     assert 3.0 < fwd / fused_fwd < 3.6 and 2.7 < bwd / fused_bwd < 3.3
     # a fused RMSNorm kernel (norm_type fused_rmsnorm) takes back most of it

@@ -100,6 +100,16 @@ def add_db(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_device(p: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup) -> None:
+    """The device a bench command measures, the same flag and help in every bench command."""
+    p.add_argument(
+        "--device",
+        default="auto",
+        metavar="DEV",
+        help="auto|cpu|cuda[:i]|xpu[:i]|hpu[:i]|mps (default auto: the accelerator if present)",
+    )
+
+
 def add_bench_outputs(p: argparse.ArgumentParser, *, out: bool = True) -> None:
     """Where a bench command's measurement goes: --out FILE (a copy of the JSON document, where
     the command writes one), --json and --db, the same flags and help in every bench command."""

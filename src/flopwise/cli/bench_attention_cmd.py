@@ -6,7 +6,7 @@ import argparse
 import re
 from typing import Any
 
-from flopwise.cli._args import add_bench_outputs, positive_int, typed
+from flopwise.cli._args import add_bench_outputs, add_device, positive_int, typed
 
 
 def parse_seq_lens(text: str) -> tuple[int, ...]:
@@ -39,12 +39,7 @@ def register(bsub: Any) -> None:
         "rate_inf x s / (s + s_half). `plan train --measured` then prices the attention core "
         "with this curve instead of the catalog's.",
     )
-    p.add_argument(
-        "--device",
-        default="auto",
-        metavar="DEV",
-        help="auto|cpu|cuda[:i]|xpu[:i]|hpu[:i]|mps (default auto: the accelerator if present)",
-    )
+    add_device(p)
     p.add_argument(
         "--dtype",
         choices=("bf16", "fp16", "fp32"),

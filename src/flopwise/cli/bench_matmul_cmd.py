@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from flopwise.cli._args import add_bench_outputs, positive_float, positive_int
+from flopwise.cli._args import add_bench_outputs, add_device, positive_float, positive_int
 
 
 def register(bsub: Any) -> None:
@@ -20,12 +20,7 @@ def register(bsub: Any) -> None:
         "plan prices. Every run is stored, and plans read it with --measured.",
     )
     dev = p.add_mutually_exclusive_group()
-    dev.add_argument(
-        "--device",
-        default="auto",
-        metavar="DEV",
-        help="auto|cpu|cuda[:i]|xpu[:i]|hpu[:i]|mps (default auto: the accelerator if present)",
-    )
+    add_device(dev)
     dev.add_argument(
         "--devices",
         metavar="all|LIST",

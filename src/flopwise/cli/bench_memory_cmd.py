@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flopwise.cli._args import add_bench_outputs, positive_int, typed
+from flopwise.cli._args import add_bench_outputs, add_device, positive_int, typed
 
 
 def _size(text: str) -> int:
@@ -22,12 +22,7 @@ def register(bsub: Any) -> None:
         "kernels through PyTorch (GB = 1e9 bytes), plus pinned host<->device copies on "
         "accelerators. Arrays default to several times the last-level cache.",
     )
-    p.add_argument(
-        "--device",
-        default="auto",
-        metavar="DEV",
-        help="auto|cpu|cuda[:i]|xpu[:i]|hpu[:i]|mps (default auto: the accelerator if present)",
-    )
+    add_device(p)
     p.add_argument("--dtype", default="fp32", choices=("fp32", "fp64"), help="default fp32")
     p.add_argument(
         "--array-size",

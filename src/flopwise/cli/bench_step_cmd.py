@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flopwise.cli._args import add_bench_outputs, positive_float, positive_int
+from flopwise.cli._args import add_bench_outputs, add_device, positive_float, positive_int
 
 
 def register(bsub: Any) -> None:
@@ -21,9 +21,7 @@ def register(bsub: Any) -> None:
         "parallel, one replica per rank.",
     )
     p.add_argument("model", metavar="MODEL", help="catalog id, HF repo name or config.json path")
-    p.add_argument(
-        "--device", default="auto", metavar="DEV", help="auto|cpu|cuda[:i]|xpu[:i]|hpu[:i]|mps"
-    )
+    add_device(p)
     p.add_argument(
         "--layers", type=positive_int, metavar="N", help="layers to build (default: CPU 1, "
         "accelerators as many as fit)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flopwise.cli._args import add_bench_outputs, positive_float, positive_int
+from flopwise.cli._args import add_bench_outputs, add_device, positive_float, positive_int
 
 
 def register(bsub: Any) -> None:
@@ -20,12 +20,7 @@ def register(bsub: Any) -> None:
         "collectives. Defaults: 8192^3 bf16 for 30 s in 2 s windows on an accelerator, "
         "1024^3 fp32 for 6 s in 1 s windows on a CPU.",
     )
-    p.add_argument(
-        "--device",
-        default="auto",
-        metavar="DEV",
-        help="auto|cpu|cuda[:i]|xpu[:i]|hpu[:i]|mps (default auto: the accelerator if present)",
-    )
+    add_device(p)
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="GEMM dtype")
     p.add_argument("--size", type=positive_int, metavar="N", help="N x N x N GEMM")
     p.add_argument("--seconds", type=positive_float, metavar="S", help="load duration")

@@ -64,6 +64,12 @@ class EngineProfile:
     #: (an overlap scheduler): then only what exceeds the GPU's step is exposed; otherwise it
     #: adds to every step.
     host_overlap: bool = False
+    #: Whether a pass carrying prompt tokens (a context or mixed pass) runs its model code
+    #: op by op from Python, each op paying its host dispatch (plan/infer/dispatch.py), where
+    #: decode-only passes replay CUDA graphs: TensorRT-LLM's PyTorch backend without piecewise
+    #: CUDA graphs (``torch_compile_config.enable_piecewise_cuda_graph``, off by default). False:
+    #: a compiled engine or C++ runtime whose launches the GPU does not wait on.
+    eager_prompt_passes: bool = False
     #: Host/runtime time per prefill (context) pass, seconds: request enqueue, input copies,
     #: first-token sampling and copy back; about 1-3 ms in the engines' own batch-1 tables.
     prefill_overhead_s: float
@@ -196,6 +202,7 @@ class EngineProfile:
             "prefill_overhead_s": self.prefill_overhead_s,
             "host_s_per_seq": self.host_s_per_seq,
             "host_overlap": self.host_overlap,
+            "eager_prompt_passes": self.eager_prompt_passes,
             "decode_attention_bw_fraction": self.decode_attention_bw_fraction,
             "prefill_attention_fraction": self.prefill_attention_fraction,
             "gemm_fraction": self.gemm_fraction,
@@ -368,18 +375,34 @@ TRTLLM_PYTORCH_HOST_S_PER_SEQ = 45.11e-3 / 1536
 #: (EngineProfile.host_s_per_seq) hold there as they are.
 GRACE_HOSTED_PREFIXES: tuple[str, ...] = ("gb200", "gb300", "gh200")
 
-#: How much faster an x86 host runs the same framework CPU code than Grace: the CPU time of
-#: one PyTorch ``Linear`` forward (bf16, hidden 2048, 8,192 tokens), 37.08 us on GB200 against
-#: 13.48 us on an H100 DGX (Xeon Platinum 8480C) (NVIDIA/TransformerEngine issue #2053,
-#: 2025-08-11, "High CPU overhead on Grace systems", the "torch" rows; GH200 33.17 us). Applied
-#: to every non-Grace host, the Xeon 8480C standing for the x86 servers of the catalog.
-HOST_SPEEDUP_X86_OVER_GRACE = 37.08 / 13.48
+#: Host (CPU) time to dispatch one PyTorch op from Python, module call to kernel launch: the
+#: CPU time of one PyTorch ``Linear`` forward (bf16, hidden 2048, 8,192 tokens), 37.08 us on
+#: GB200's Grace against 13.48 us on an H100 DGX (Xeon Platinum 8480C) (NVIDIA/
+#: TransformerEngine issue #2053, 2025-08-11, "High CPU overhead on Grace systems", the "torch"
+#: rows; GH200 33.17 us). MEASURED, not fitted; the Xeon 8480C stands for every x86 server of
+#: the catalog. Used per op of an eagerly dispatched pass (plan/infer/dispatch.py).
+HOST_S_PER_OP_GRACE = 37.08e-6
+HOST_S_PER_OP_X86 = 13.48e-6
+
+#: How much faster an x86 host runs the same framework CPU code than Grace (the ratio of the
+#: two measurements above).
+HOST_SPEEDUP_X86_OVER_GRACE = HOST_S_PER_OP_GRACE / HOST_S_PER_OP_X86
+
+
+def grace_hosted(accelerator_id: str) -> bool:
+    """Whether `accelerator_id`'s host CPU is Grace (the superchips)."""
+    return accelerator_id.lower().startswith(GRACE_HOSTED_PREFIXES)
+
+
+def host_s_per_op(accelerator_id: str) -> float:
+    """Host time to dispatch one PyTorch op on the host of `accelerator_id`."""
+    return HOST_S_PER_OP_GRACE if grace_hosted(accelerator_id) else HOST_S_PER_OP_X86
 
 
 def host_s_per_request(engine: EngineProfile, accelerator_id: str) -> float:
     """The engine's per-request host time per step on the host of `accelerator_id`: as
     measured on Grace-hosted parts, HOST_SPEEDUP_X86_OVER_GRACE times less on x86 hosts."""
-    if accelerator_id.lower().startswith(GRACE_HOSTED_PREFIXES):
+    if grace_hosted(accelerator_id):
         return engine.host_s_per_seq
     return engine.host_s_per_seq / HOST_SPEEDUP_X86_OVER_GRACE
 
@@ -403,7 +426,10 @@ _TRTLLM_PYTORCH_SRC = (
     "overlap scheduler prepares step n+1 on the host while the GPU runs step n; its host step "
     "grows with the requests it walks: 45.11 ms per iteration for 1,536 requests per rank on "
     "GB200 (NVIDIA/TensorRT-LLM PR #10273), ~0.58 ms per iteration exposed at concurrency 64 "
-    "on B200 (issue #13957)"
+    "on B200 (issue #13957); context and mixed passes run eagerly, their ops dispatched from "
+    "Python (docs/source/torch/features/torch_compile_and_piecewise_cuda_graph.md: piecewise "
+    "CUDA graphs exist 'to reduce context-phase launch overhead' of 'host-bound iterations in "
+    "the context phase'), decode-only passes replay CUDA graphs"
 )
 _VLLM_SRC = (
     "vLLM docs and v0.6 performance blog (2024-09: CPU scheduling/output processing was ~1-4 ms "
@@ -515,6 +541,7 @@ def _trtllm_pytorch(cpp: EngineProfile) -> EngineProfile:
         step_overhead_s=TRTLLM_PYTORCH_STEP_OVERHEAD_S,
         host_s_per_seq=TRTLLM_PYTORCH_HOST_S_PER_SEQ,
         host_overlap=True,
+        eager_prompt_passes=True,
         source=_TRTLLM_PYTORCH_SRC,
         features="PyTorch backend (TensorRT-LLM's default from 1.0): a Python executor with an "
         "overlap scheduler (host work for the next step runs beside the GPU's step, and bounds "

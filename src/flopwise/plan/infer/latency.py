@@ -482,12 +482,14 @@ def engine_overhead(
     accelerator_id: str,
     requests: float = 0.0,
     device_s: float = 0.0,
+    dispatch_s: float = 0.0,
 ) -> Breakdown:
     """Host time a pass exposes: the engine's fixed time per pass, plus its per-request host
-    work for `requests` requests on the host of `accelerator_id` (constants.host_s_per_request),
-    all of it, or under an overlap scheduler only what exceeds the `device_s` seconds the GPU
+    work for `requests` requests on the host of `accelerator_id` (constants.host_s_per_request)
+    and `dispatch_s` of ops dispatched one by one (an eager pass: plan/infer/dispatch.py), all
+    of it, or under an overlap scheduler only what exceeds the `device_s` seconds the GPU
     spends on the pass."""
     fixed = engine.prefill_overhead_s if prefill else engine.step_overhead_s
-    host = host_s_per_request(engine, accelerator_id) * max(requests, 0.0)
+    host = host_s_per_request(engine, accelerator_id) * max(requests, 0.0) + dispatch_s
     exposed = max(0.0, host - device_s) if engine.host_overlap else host
     return Breakdown(overhead_s=fixed + exposed)

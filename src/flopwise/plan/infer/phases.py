@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from flopwise.plan.infer.comm import node_gpus
 from flopwise.plan.infer.context import Context
+from flopwise.plan.infer.dispatch import eager_dispatch_s
 from flopwise.plan.infer.latency import Breakdown, Pass, engine_overhead, stage_pass_time
 from flopwise.plan.infer.shard import mean_decode_keys, prefill_pairs
 from flopwise.plan.roofline import collective_time_s, tier_for
@@ -40,13 +41,16 @@ def pipelined(
     seqs: float,
     prefill: bool,
     requests: float | None = None,
+    eager: bool = False,
 ) -> Phase:
     """Run `seqs` sequences through the pipeline in min(pp, seqs) micro-batches.
 
     Prefill latency is (microbatches + pp - 1) stage times; a decode round in steady state keeps
     every stage busy and lasts max(microbatches, pp) stage times. The engine's host time is
     charged for `requests` requests (default `seqs`), split over attention-DP ranks, each of
-    which runs its own executor.
+    which runs its own executor; an `eager` pass (one carrying prompt tokens, on an engine that
+    runs those from Python: EngineProfile.eager_prompt_passes) adds the host time of
+    dispatching each stage's ops (plan/infer/dispatch.py), once per stage pass.
     """
     pp = ctx.job.pp
     mb = max(1, min(pp, math.floor(seqs)))
@@ -55,7 +59,14 @@ def pipelined(
     p2p = Breakdown(comm_s=(pp - 1) * _p2p_s(ctx, make_pass(seqs / mb).tokens))
     device = stage.scaled(stages) + p2p
     per_executor = (seqs if requests is None else requests) / ctx.shard.attn_dp
-    total = device + engine_overhead(ctx.engine, prefill, ctx.hw.id, per_executor, device.total_s)
+    dispatch = 0.0
+    if eager and ctx.engine.eager_prompt_passes:
+        dispatch = stages * eager_dispatch_s(
+            ctx.spec, ctx.precision, ctx.hw.id, ctx.spec.layers / pp
+        )
+    total = device + engine_overhead(
+        ctx.engine, prefill, ctx.hw.id, per_executor, device.total_s, dispatch
+    )
     return Phase(
         time_s=total.total_s,
         breakdown=total,
@@ -102,7 +113,7 @@ def prefill_phase(ctx: Context, seqs: float) -> Phase:
             all_experts=True,
         )
 
-    return pipelined(ctx, make, seqs, prefill=True)
+    return pipelined(ctx, make, seqs, prefill=True, eager=True)
 
 
 def decode_phase(
@@ -147,4 +158,11 @@ def decode_phase(
         )
 
     # a prompt joining this step is one more request for the host to walk
-    return pipelined(ctx, make, seqs, prefill=False, requests=seqs + prefill_per_step / s)
+    return pipelined(
+        ctx,
+        make,
+        seqs,
+        prefill=False,
+        requests=seqs + prefill_per_step / s,
+        eager=prefill_per_step > 0,
+    )

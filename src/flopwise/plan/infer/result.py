@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flopwise.plan.infer.comm import tp_comm_note
-from flopwise.plan.infer.constants import EngineProfile, host_s_per_request
+from flopwise.plan.infer.constants import EngineProfile, host_s_per_op, host_s_per_request
 from flopwise.plan.infer.context import Context
+from flopwise.plan.infer.dispatch import eager_ops_per_layer
 from flopwise.plan.infer.job import InferJob, Precision
 from flopwise.plan.infer.memory import MemoryPlan
 from flopwise.plan.infer.phases import Phase
@@ -75,6 +76,10 @@ class InferPlan:
                 **self.engine.to_dict(),
                 # the per-request host time on this deployment's host (host_s_per_seq is Grace's)
                 "host_s_per_request": host_s_per_request(self.engine, self.accelerator),
+                # ... and per op of an eagerly dispatched pass (plan/infer/dispatch.py)
+                "host_s_per_op": (
+                    host_s_per_op(self.accelerator) if self.engine.eager_prompt_passes else None
+                ),
             },
             "ttft_ms": self.ttft_s * 1e3,
             "tpot_ms": self.tpot_s * 1e3,
@@ -139,6 +144,21 @@ def _host_time_words(engine: EngineProfile, accelerator_id: str) -> str:
     return words
 
 
+def _eager_words(ctx: Context) -> str:
+    """What an eager (prompt-carrying) pass costs the host, in words; nothing where the engine
+    runs no pass from Python."""
+    if not ctx.engine.eager_prompt_passes:
+        return ""
+    ops = eager_ops_per_layer(ctx.spec, ctx.precision)
+    per_op = host_s_per_op(ctx.hw.id)
+    layers = ctx.spec.layers / ctx.job.pp
+    return (
+        f"; passes with prompt tokens run eagerly: {ops:.1f} ops per layer dispatched from "
+        f"Python at {per_op * 1e6:.1f} us each on this host, {layers * ops * per_op * 1e3:.1f} ms "
+        "per pass per pipeline stage (a lower bound: plan/infer/dispatch.py)"
+    )
+
+
 def _decode_kernel_words(engine: EngineProfile) -> str:
     """How a per-head (masked MHA) decode kernel is priced, in words; nothing for grouped."""
     if engine.decode_kernel != "per-head":
@@ -153,6 +173,7 @@ def _decode_kernel_words(engine: EngineProfile) -> str:
 def assumptions_for(ctx: Context) -> list[str]:
     out = [
         f"engine class {ctx.engine.name}: {_host_time_words(ctx.engine, ctx.hw.id)}"
+        + _eager_words(ctx)
         + f", decode attention at {ctx.engine.decode_attention_bw_fraction:.0%} "
         "of achievable bandwidth"
         + _decode_kernel_words(ctx.engine)

@@ -16,6 +16,7 @@ from flopwise.plan.infer import InferJob, plan_inference
 from flopwise.plan.infer.constants import get_engine, host_s_per_op
 from flopwise.plan.infer.dispatch import eager_dispatch_s, eager_ops_per_layer
 from flopwise.plan.infer.job import Precision
+from flopwise.plan.infer.phases import beyond_graphs
 from flopwise.workload import load_model
 
 W16 = Precision(weight="bf16", kv="bf16", act="bf16", mode="16-bit")
@@ -106,7 +107,7 @@ def test_plans_say_what_an_eager_pass_costs_on_their_host() -> None:
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert data["engine"]["eager_prompt_passes"] is True
+    assert data["engine"]["eager_python_dispatch"] is True
     assert data["engine"]["host_s_per_op"] == pytest.approx(37.08e-6)
     assert any("10.0 ops per layer" in a for a in data["assumptions"])
     cpp = run_cli(
@@ -115,4 +116,30 @@ def test_plans_say_what_an_eager_pass_costs_on_their_host() -> None:
     )  # fmt: skip
     assert cpp.returncode == 0, cpp.stderr
     engine = json.loads(cpp.stdout)["engine"]
-    assert engine["eager_prompt_passes"] is False and engine["host_s_per_op"] is None
+    assert engine["eager_python_dispatch"] is False and engine["host_s_per_op"] is None
+
+
+def test_a_decode_batch_above_every_captured_graph_runs_eagerly() -> None:
+    spec, hw = load_model("qwen3-30b-a3b"), hardware_from_catalog("gb200")
+    floor = eager_dispatch_s(spec, WA8, "gb200", 48)
+
+    def overhead(graphs: tuple[int, ...]) -> float:
+        job = InferJob(
+            input_len=128, output_len=128, batch=64, weight_dtype="fp8", kv_dtype="fp8",
+            engine="tensorrt-llm-pytorch", cuda_graph_batch_sizes=graphs,
+        )  # fmt: skip
+        return plan_inference(spec, hw, job).decode.breakdown.overhead_s
+
+    # 64 sequences replay the graph captured at 64; with graphs only up to 32 they run eagerly,
+    # the host dispatching every layer's ops (more than the GPU's step of 64 tokens)
+    assert beyond_graphs((1, 8, 32), 64) and not beyond_graphs((1, 8, 32, 64), 64)
+    assert overhead((1, 8, 32)) - overhead((1, 8, 32, 64)) > 0.5 * floor
+
+
+def test_no_decode_pass_is_eager_where_the_graphs_reach_the_engine_cap() -> None:
+    # trtllm-bench's 1.0 list runs to 8,192; an engine capped at 1,390 sequences captures 1,390
+    # in place of the larger sizes, so no pass it schedules runs without a graph
+    sizes = (1, 2, 4, 1024, 2048, 4096, 8192)
+    assert not beyond_graphs(sizes, 1390, cap=1390)
+    assert not beyond_graphs(sizes, 1408, cap=1390)  # an interpolation anchor past the cap
+    assert beyond_graphs((1, 2, 4, 1024), 1100, cap=1390)  # the engine runs 1,100: no graph

@@ -53,7 +53,7 @@ def test_grace_hosts_take_the_measured_time_and_x86_hosts_less() -> None:
         CPP,
         host_s_per_seq=PYT.host_s_per_seq,
         host_overlap=True,
-        eager_prompt_passes=True,
+        eager_python_dispatch=True,
         source=PYT.source,
         features=PYT.features,
     )

@@ -64,12 +64,13 @@ class EngineProfile:
     #: (an overlap scheduler): then only what exceeds the GPU's step is exposed; otherwise it
     #: adds to every step.
     host_overlap: bool = False
-    #: Whether a pass carrying prompt tokens (a context or mixed pass) runs its model code
-    #: op by op from Python, each op paying its host dispatch (plan/infer/dispatch.py), where
-    #: decode-only passes replay CUDA graphs: TensorRT-LLM's PyTorch backend without piecewise
-    #: CUDA graphs (``torch_compile_config.enable_piecewise_cuda_graph``, off by default). False:
-    #: a compiled engine or C++ runtime whose launches the GPU does not wait on.
-    eager_prompt_passes: bool = False
+    #: Whether a pass that replays no CUDA graph (one carrying prompt tokens: a context or
+    #: mixed pass; a decode-only pass above every captured batch) runs its model code op by op
+    #: from Python, each op paying its host dispatch (plan/infer/dispatch.py): TensorRT-LLM's
+    #: PyTorch backend without piecewise CUDA graphs
+    #: (``torch_compile_config.enable_piecewise_cuda_graph``, off by default). False: a
+    #: compiled engine or C++ runtime whose launches the GPU does not wait on.
+    eager_python_dispatch: bool = False
     #: Host/runtime time per prefill (context) pass, seconds: request enqueue, input copies,
     #: first-token sampling and copy back; about 1-3 ms in the engines' own batch-1 tables.
     prefill_overhead_s: float
@@ -202,7 +203,7 @@ class EngineProfile:
             "prefill_overhead_s": self.prefill_overhead_s,
             "host_s_per_seq": self.host_s_per_seq,
             "host_overlap": self.host_overlap,
-            "eager_prompt_passes": self.eager_prompt_passes,
+            "eager_python_dispatch": self.eager_python_dispatch,
             "decode_attention_bw_fraction": self.decode_attention_bw_fraction,
             "prefill_attention_fraction": self.prefill_attention_fraction,
             "gemm_fraction": self.gemm_fraction,
@@ -541,7 +542,7 @@ def _trtllm_pytorch(cpp: EngineProfile) -> EngineProfile:
         step_overhead_s=TRTLLM_PYTORCH_STEP_OVERHEAD_S,
         host_s_per_seq=TRTLLM_PYTORCH_HOST_S_PER_SEQ,
         host_overlap=True,
-        eager_prompt_passes=True,
+        eager_python_dispatch=True,
         source=_TRTLLM_PYTORCH_SRC,
         features="PyTorch backend (TensorRT-LLM's default from 1.0): a Python executor with an "
         "overlap scheduler (host work for the next step runs beside the GPU's step, and bounds "

@@ -2,8 +2,8 @@
 host's measured dispatch cost.
 
 An engine that runs a pass from Python without a CUDA graph (TensorRT-LLM's PyTorch backend for
-every pass that carries prompt tokens: ``EngineProfile.eager_prompt_passes``) makes the host
-call each op of each layer: module call, PyTorch dispatcher, kernel launch. The GPU cannot run
+every pass that carries prompt tokens, and for a decode-only pass larger than every batch it
+captured: ``EngineProfile.eager_python_dispatch``) makes the host call each op of each layer: module call, PyTorch dispatcher, kernel launch. The GPU cannot run
 ahead of that: the pass takes at least the host's time, which the overlap scheduler puts beside
 the GPU's under one max (``latency.engine_overhead``). TensorRT-LLM's own guide says so: its
 piecewise CUDA graphs exist "to reduce context-phase launch overhead" and "primarily benefit

@@ -49,7 +49,7 @@ def pipelined(
     every stage busy and lasts max(microbatches, pp) stage times. The engine's host time is
     charged for `requests` requests (default `seqs`), split over attention-DP ranks, each of
     which runs its own executor; an `eager` pass (one carrying prompt tokens, on an engine that
-    runs those from Python: EngineProfile.eager_prompt_passes) adds the host time of
+    runs those from Python: EngineProfile.eager_python_dispatch) adds the host time of
     dispatching each stage's ops (plan/infer/dispatch.py), once per stage pass.
     """
     pp = ctx.job.pp
@@ -60,7 +60,7 @@ def pipelined(
     device = stage.scaled(stages) + p2p
     per_executor = (seqs if requests is None else requests) / ctx.shard.attn_dp
     dispatch = 0.0
-    if eager and ctx.engine.eager_prompt_passes:
+    if eager and ctx.engine.eager_python_dispatch:
         dispatch = stages * eager_dispatch_s(
             ctx.spec, ctx.precision, ctx.hw.id, ctx.spec.layers / pp
         )
@@ -90,13 +90,31 @@ def padded_rows(captured: tuple[int, ...], seqs: float, cap: int | None = None) 
     With the engine's `cap` (graph_batch_cap), the sizes above it are not captured and, as
     TensorRT-LLM's filter does when padding is on and a larger size was asked for, the cap
     itself is captured in their place."""
-    if cap is not None and captured and captured[-1] > cap:
-        captured = (*(b for b in captured if b < cap), cap)
+    captured = _captured(captured, cap)
     if not captured or seqs <= 0:
         return 1.0
     need = math.ceil(seqs - 1e-9)
     i = bisect.bisect_left(captured, need)
     return captured[i] / seqs if i < len(captured) else 1.0
+
+
+def _captured(captured: tuple[int, ...], cap: int | None) -> tuple[int, ...]:
+    """The batch sizes an engine captures of those asked for (sorted), with its `cap`
+    (graph_batch_cap) in place of the sizes above it."""
+    if cap is not None and captured and captured[-1] > cap:
+        return (*(b for b in captured if b < cap), cap)
+    return captured
+
+
+def beyond_graphs(captured: tuple[int, ...], seqs: float, cap: int | None = None) -> bool:
+    """Whether a decode-only pass of `seqs` sequences is larger than every batch the engine
+    captured a CUDA graph for (`captured` given), and so runs eagerly. Where the captured sizes
+    reach the engine's `cap` no pass it schedules is larger (a size past the cap is a point
+    the planner interpolates through, not a pass)."""
+    captured = _captured(captured, cap)
+    if not captured or (cap is not None and captured[-1] >= cap):
+        return False
+    return math.ceil(seqs - 1e-9) > captured[-1]
 
 
 def prefill_phase(ctx: Context, seqs: float) -> Phase:
@@ -125,9 +143,17 @@ def decode_phase(
     graphs with padding (InferJob.cuda_graph_batch_sizes) runs the smallest captured batch at
     least as large as each executor's sequences: its GEMMs and LM head process the padded rows,
     while the dummy requests' attention reads next to no KV and the host walks only the real
-    requests."""
+    requests. A pass with prompt tokens, or a decode-only one larger than every captured
+    batch, runs eagerly (its ops dispatched one by one where the engine runs them from Python:
+    EngineProfile.eager_python_dispatch)."""
     keys, keys_sliding = mean_decode_keys(ctx.spec, ctx.job.input_len, ctx.job.output_len)
     graphed = prefill_per_step == 0 and q_tokens == 1
+    cap = graph_batch_cap(ctx.engine.max_num_seqs, ctx.engine.max_num_tokens)
+    micro = seqs / max(1, min(ctx.job.pp, math.floor(seqs)))  # pipelined's micro-batch
+    # a pass with prompt tokens, or a decode-only one above every captured graph, runs eagerly
+    eager = prefill_per_step > 0 or (
+        graphed and beyond_graphs(ctx.job.cuda_graph_batch_sizes, micro / ctx.shard.attn_dp, cap)
+    )
     if not ctx.shard.decode_local:  # chunked layers decode over every cached token
         keys_sliding = keys
     s = ctx.job.input_len
@@ -137,11 +163,7 @@ def decode_phase(
         share = prefill_per_step * n / seqs  # prompt tokens this micro-batch carries
         # each micro-batch of each attention-DP executor replays its own graph
         rows_per_seq = (
-            padded_rows(
-                ctx.job.cuda_graph_batch_sizes,
-                n / ctx.shard.attn_dp,
-                graph_batch_cap(ctx.engine.max_num_seqs, ctx.engine.max_num_tokens),
-            )
+            padded_rows(ctx.job.cuda_graph_batch_sizes, n / ctx.shard.attn_dp, cap)
             if graphed
             else 1.0
         )
@@ -164,5 +186,5 @@ def decode_phase(
         seqs,
         prefill=False,
         requests=seqs + prefill_per_step / s,
-        eager=prefill_per_step > 0,
+        eager=eager,
     )

@@ -78,7 +78,7 @@ class InferPlan:
                 "host_s_per_request": host_s_per_request(self.engine, self.accelerator),
                 # ... and per op of an eagerly dispatched pass (plan/infer/dispatch.py)
                 "host_s_per_op": (
-                    host_s_per_op(self.accelerator) if self.engine.eager_prompt_passes else None
+                    host_s_per_op(self.accelerator) if self.engine.eager_python_dispatch else None
                 ),
             },
             "ttft_ms": self.ttft_s * 1e3,
@@ -147,13 +147,14 @@ def _host_time_words(engine: EngineProfile, accelerator_id: str) -> str:
 def _eager_words(ctx: Context) -> str:
     """What an eager (prompt-carrying) pass costs the host, in words; nothing where the engine
     runs no pass from Python."""
-    if not ctx.engine.eager_prompt_passes:
+    if not ctx.engine.eager_python_dispatch:
         return ""
     ops = eager_ops_per_layer(ctx.spec, ctx.precision)
     per_op = host_s_per_op(ctx.hw.id)
     layers = ctx.spec.layers / ctx.job.pp
     return (
-        f"; passes with prompt tokens run eagerly: {ops:.1f} ops per layer dispatched from "
+        "; passes with prompt tokens (and decode passes above the captured CUDA-graph batches) "
+        f"run eagerly: {ops:.1f} ops per layer dispatched from "
         f"Python at {per_op * 1e6:.1f} us each on this host, {layers * ops * per_op * 1e3:.1f} ms "
         "per pass per pipeline stage (a lower bound: plan/infer/dispatch.py)"
     )

@@ -48,8 +48,8 @@ def pipelined(
     Prefill latency is (microbatches + pp - 1) stage times; a decode round in steady state keeps
     every stage busy and lasts max(microbatches, pp) stage times. The engine's host time is
     charged for `requests` requests (default `seqs`), split over attention-DP ranks, each of
-    which runs its own executor; an `eager` pass (one carrying prompt tokens, on an engine that
-    runs those from Python: EngineProfile.eager_python_dispatch) adds the host time of
+    which runs its own executor; an `eager` pass (one that replays no CUDA graph, on an engine
+    that runs those from Python: EngineProfile.eager_python_dispatch) adds the host time of
     dispatching each stage's ops (plan/infer/dispatch.py), once per stage pass.
     """
     pp = ctx.job.pp

@@ -153,7 +153,8 @@ INFER_FLAGS: list[JobFlag] = [
         "cuda-graph-batch-sizes",
         "the batch sizes the engine captured CUDA graphs for, with padding on (TensorRT-LLM "
         "cuda_graph_config enable_padding + batch_sizes): a decode-only pass runs the smallest "
-        "captured batch at least as large, its GEMMs over the padded rows; default: none",
+        "captured batch at least as large, its GEMMs over the padded rows, and a larger one "
+        "runs eagerly (tensorrt-llm-pytorch: its ops dispatched from Python); default: none",
         kinds=_I,
         parse=batch_sizes,
         metavar="B1,B2,...",

@@ -50,3 +50,21 @@ def run_cli(
         timeout=timeout,
         env=env,
     )
+
+
+def communicate_or_kill(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
+    """`proc.communicate(timeout)`, and on a timeout kill the child's whole process group (start
+    it with ``start_new_session=True``) before re-raising: a child left measuring (or its
+    spawned device workers) would take the CPUs of every test after it."""
+    import os
+    import signal
+
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+        proc.communicate()
+        raise

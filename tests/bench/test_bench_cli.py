@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import communicate_or_kill, run_cli
 
 MATMUL_TINY = (
     "bench",
@@ -230,6 +230,7 @@ def test_ctrl_c_prints_and_stores_the_partial_run(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,
     )
     maps = Path(f"/proc/{proc.pid}/maps")
     deadline = time.monotonic() + 90
@@ -241,7 +242,7 @@ def test_ctrl_c_prints_and_stores_the_partial_run(tmp_path: Path) -> None:
     # measures: the 1,024-shape grid takes far longer than this
     time.sleep(10)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    out, err = communicate_or_kill(proc, 60)
     assert proc.returncode == 130, err
     doc = json.loads(out)
     assert doc["status"] == "interrupted" and 0 < doc["shapes_tried"] < 1024

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from cluster.cluster_launch import base_env
-from conftest import run_cli
+from conftest import communicate_or_kill, run_cli
 from flopwise.bench import io_ops
 from flopwise.bench.io import IoConfig, run_io
 from flopwise.errors import FlopwiseError
@@ -136,12 +136,12 @@ def test_sigterm_keeps_and_marks_the_partial_run(bench: str, tmp_path: Path) -> 
     proc = subprocess.Popen(
         [sys.executable, "-m", "flopwise", "bench", *args, "--json", "--db", str(db)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=base_env(tmp_path / "home"),
+        env=base_env(tmp_path / "home"), start_new_session=True,
     )  # fmt: skip
     _wait_for_torch(proc)
     time.sleep(10)  # past the end of the torch import; both runs take far longer than this
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
+    out, err = communicate_or_kill(proc, 60)
     assert proc.returncode == 130, err
     assert json.loads(out)["status"] == "interrupted"
     stored = ResultStore(db).list(bench)
@@ -205,14 +205,14 @@ def test_io_interrupted_after_the_checkpoint_phases_keeps_them(tmp_path: Path) -
          "--block-size", "64K", "--files", "5000000", "--file-size", "4K", "--json", "--db",
          str(db)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=base_env(tmp_path / "home"),
+        env=base_env(tmp_path / "home"), start_new_session=True,
     )  # fmt: skip
     deadline = time.monotonic() + 60
     while not list(target.glob(f"{io_ops.WORKDIR_PREFIX}*/small/sample-0000100.bin")):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.01)
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
+    out, err = communicate_or_kill(proc, 60)
     assert proc.returncode == 130, err
     doc = json.loads(out)
     assert doc["status"] == "interrupted" and doc["write_gbps"] > 0 and doc["read_gbps"] > 0
@@ -292,11 +292,11 @@ def test_sigterm_reaches_every_device_worker(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-c", _MULTI, str(db)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=base_env(tmp_path / "home"),
+        env=base_env(tmp_path / "home"), start_new_session=True,
     )  # fmt: skip
     time.sleep(25)  # both spawned workers have imported torch and are measuring (grid: minutes)
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=90)
+    out, err = communicate_or_kill(proc, 90)
     doc = json.loads(out)
     assert doc["status"] == "interrupted", err
     assert [d["status"] for d in doc["devices"]] == ["interrupted", "interrupted"], err

@@ -35,6 +35,11 @@ def _p2p_s(ctx: Context, tokens: float) -> float:
     return collective_time_s("send_recv", tokens * ctx.spec.hidden * 2.0, 2, tier)
 
 
+def microbatches(pp: int, seqs: float) -> int:
+    """Micro-batches a pass of `seqs` sequences is split into over `pp` pipeline stages."""
+    return max(1, min(pp, math.floor(seqs)))
+
+
 def pipelined(
     ctx: Context,
     make_pass: Callable[[float], Pass],
@@ -53,7 +58,7 @@ def pipelined(
     dispatching each stage's ops (plan/infer/dispatch.py), once per stage pass.
     """
     pp = ctx.job.pp
-    mb = max(1, min(pp, math.floor(seqs)))
+    mb = microbatches(pp, seqs)
     stage = stage_pass_time(ctx.shard, make_pass(seqs / mb), ctx.hw, ctx.rates, ctx.engine)
     stages = (mb + pp - 1) if prefill else max(mb, pp)
     p2p = Breakdown(comm_s=(pp - 1) * _p2p_s(ctx, make_pass(seqs / mb).tokens))
@@ -149,7 +154,7 @@ def decode_phase(
     keys, keys_sliding = mean_decode_keys(ctx.spec, ctx.job.input_len, ctx.job.output_len)
     graphed = prefill_per_step == 0 and q_tokens == 1
     cap = graph_batch_cap(ctx.engine.max_num_seqs, ctx.engine.max_num_tokens)
-    micro = seqs / max(1, min(ctx.job.pp, math.floor(seqs)))  # pipelined's micro-batch
+    micro = seqs / microbatches(ctx.job.pp, seqs)  # the micro-batch pipelined runs
     # a pass with prompt tokens, or a decode-only one above every captured graph, runs eagerly
     eager = prefill_per_step > 0 or (
         graphed and beyond_graphs(ctx.job.cuda_graph_batch_sizes, micro / ctx.shard.attn_dp, cap)

@@ -9,7 +9,7 @@ from typing import Any
 from flopwise.plan.infer.comm import tp_comm_note
 from flopwise.plan.infer.constants import EngineProfile, host_s_per_op, host_s_per_request
 from flopwise.plan.infer.context import Context
-from flopwise.plan.infer.dispatch import eager_ops_per_layer
+from flopwise.plan.infer.dispatch import eager_dispatch_s, eager_ops_per_layer
 from flopwise.plan.infer.job import InferJob, Precision
 from flopwise.plan.infer.memory import MemoryPlan
 from flopwise.plan.infer.phases import Phase
@@ -145,17 +145,17 @@ def _host_time_words(engine: EngineProfile, accelerator_id: str) -> str:
 
 
 def _eager_words(ctx: Context) -> str:
-    """What an eager (prompt-carrying) pass costs the host, in words; nothing where the engine
-    runs no pass from Python."""
+    """What an eager pass (one replaying no CUDA graph) costs the host, in words; nothing where
+    the engine runs no pass from Python."""
     if not ctx.engine.eager_python_dispatch:
         return ""
     ops = eager_ops_per_layer(ctx.spec, ctx.precision)
     per_op = host_s_per_op(ctx.hw.id)
-    layers = ctx.spec.layers / ctx.job.pp
+    stage_s = eager_dispatch_s(ctx.spec, ctx.precision, ctx.hw.id, ctx.spec.layers / ctx.job.pp)
     return (
         "; passes with prompt tokens (and decode passes above the captured CUDA-graph batches) "
         f"run eagerly: {ops:.1f} ops per layer dispatched from "
-        f"Python at {per_op * 1e6:.1f} us each on this host, {layers * ops * per_op * 1e3:.1f} ms "
+        f"Python at {per_op * 1e6:.1f} us each on this host, {stage_s * 1e3:.1f} ms "
         "per pass per pipeline stage (a lower bound: plan/infer/dispatch.py)"
     )
 

@@ -177,6 +177,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
         engine_max_batch=args.engine_max_batch,
         engine_max_tokens=args.engine_max_tokens,
         output_spread=args.output_spread or 0.0,
+        scheduler_poll_steps=args.scheduler_poll_steps or 1,
     )
     return compare_infer(model, ijob, candidates, sort=args.sort, hardware=hardware)
 

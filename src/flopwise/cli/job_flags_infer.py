@@ -189,6 +189,16 @@ INFER_FLAGS: list[JobFlag] = [
         metavar="N",
     ),
     JobFlag(
+        "scheduler-poll-steps",
+        "decode steps between the engine scheduler's looks at newly arrived requests (SGLang "
+        "--scheduler-recv-interval or --num-continuous-decode-steps, vLLM V0 "
+        "--num-scheduler-steps): online, a request that arrives while others decode waits for "
+        "the next look, (N - 1) / 2 steps more on average; default 1 (every step)",
+        kinds=_I,
+        parse=_positive_int,
+        metavar="N",
+    ),
+    JobFlag(
         "ep",
         "expert-parallel groups inside the tensor-parallel group (MoE; divides --tp)",
         kinds=_I,

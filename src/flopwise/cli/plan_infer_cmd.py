@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         decode_kernel=args.decode_kernel,
         cuda_graph_batch_sizes=args.cuda_graph_batch_sizes or (),
         output_spread=args.output_spread or 0.0,
+        scheduler_poll_steps=args.scheduler_poll_steps or 1,
     )
     hw_doc = {
         "id": hw.id,

@@ -137,6 +137,9 @@ class CompareInferJob:
     engine_max_tokens: int | None = None
     #: Output lengths spread over (1 +/- this) x output_len (see plan.infer.InferJob).
     output_spread: float = 0.0
+    #: Decode steps between the scheduler's looks at new requests (see
+    #: plan.infer.InferJob.scheduler_poll_steps).
+    scheduler_poll_steps: int = 1
 
     @property
     def batch_rule(self) -> str:
@@ -203,6 +206,11 @@ class CompareInferJob:
                 )
         if self.memory_fraction is not None:
             check_fraction(self.memory_fraction, "--memory-fraction")
+        if not isinstance(self.scheduler_poll_steps, int) or self.scheduler_poll_steps < 1:
+            raise FlopwiseError(
+                f"--scheduler-poll-steps must be a positive integer, got "
+                f"{self.scheduler_poll_steps!r}"
+            )
         if self.output_spread and self.num_requests is None:
             raise FlopwiseError("--output-spread varies a run's lengths: give --num-requests too")
         for name in ("target_tpot_ms", "target_ttft_ms"):
@@ -234,5 +242,6 @@ class CompareInferJob:
             "cuda_graph_batch_sizes": list(self.cuda_graph_batch_sizes),
             "engine_max_batch": self.engine_max_batch,
             "engine_max_tokens": self.engine_max_tokens,
+            "scheduler_poll_steps": self.scheduler_poll_steps,
             "batch_rule": self.batch_rule,
         }

@@ -157,6 +157,7 @@ def infer_estimate(
             engine_max_batch=job.engine_max_batch,
             engine_max_tokens=job.engine_max_tokens,
             output_spread=job.output_spread,
+            scheduler_poll_steps=job.scheduler_poll_steps,
         ),
     ).to_dict()
     request = plan["breakdown"]["request"]

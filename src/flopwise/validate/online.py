@@ -220,6 +220,7 @@ def _command(r: Row) -> str:
         ("memory_fraction", "--memory-fraction"),
         ("engine_max_batch", "--batch"),
         ("engine_max_tokens", "--engine-max-tokens"),
+        ("scheduler_poll_steps", "--scheduler-poll-steps"),
     ):
         if r[key].strip():
             parts += [flag, r[key]]
@@ -244,6 +245,7 @@ def _plan(r: Row, model: Any) -> dict[str, Any]:
         output_spread=_opt_float(r["output_spread"]) or 0.0,
         memory_fraction=_opt_float(r["memory_fraction"]),
         engine_max_tokens=_opt_int(r["engine_max_tokens"]),
+        scheduler_poll_steps=_opt_int(r["scheduler_poll_steps"]) or 1,
     )
     plan = plan_inference(model, hardware_from_catalog(r["accelerator"]), job)
     return plan.to_dict()

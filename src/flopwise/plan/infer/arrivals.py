@@ -35,6 +35,7 @@ from flopwise.plan.infer.online import (
     SteadyService,
     md1_wait_s,
     online_context,
+    poll_wait_s,
     steady_service,
 )
 from flopwise.plan.infer.result import InferPlan
@@ -71,6 +72,7 @@ class ArrivalLoad:
     prefill_chunks: int
     prefill_wait_s: float  # behind other prompts' prefill (M/D/1)
     prefill_busy: float  # share of the time the replica spends prefilling
+    poll_wait_s: float = 0.0  # for the scheduler's next look at new requests
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +83,7 @@ class ArrivalLoad:
             "max_rate_per_s": self.max_rate_per_s,
             "prefill_chunks": self.prefill_chunks,
             "prefill_wait_ms": self.prefill_wait_s * 1e3,
+            "poll_wait_ms": self.poll_wait_s * 1e3,
             "prefill_busy": self.prefill_busy,
         }
 
@@ -138,18 +141,21 @@ def plan_request_rate(ctx: Context, rate_per_s: float) -> InferPlan:
             top,
         )
 
-    def latency(running: float) -> tuple[float, SteadyService, float, float]:
-        service = steady_service(ctx, running)
+    def latency(running: float) -> tuple[float, SteadyService, float, float, float]:
+        # below one request at a time the steps are a lone request's
+        service = steady_service(ctx, max(running, 1.0))
         busy = lam * service.prefill_s
         if busy >= 1:
             raise overloaded()
         wait = md1_wait_s(busy, service.prefill_s)
-        e2e = service.first_token_s + wait + (job.output_len - 1) * service.step.time_s
-        return e2e, service, wait, busy
+        # an arrival finds others decoding unless none is in the system: a Poisson count of
+        # mean `running` (what arrivals see is the time average) is 0 with e^-running
+        poll = poll_wait_s(ctx, service.step.time_s, 1.0 - math.exp(-running))
+        e2e = service.first_token_s + poll + wait + (job.output_len - 1) * service.step.time_s
+        return e2e, service, wait, busy, poll
 
-    running = _least_fixed_point(lambda b: lam * latency(max(b, 1.0))[0], capacity, overloaded)
-    # below one request at a time the steps are a lone request's
-    e2e, service, wait, busy = latency(max(running, 1.0))
+    running = _least_fixed_point(lambda b: lam * latency(b)[0], capacity, overloaded)
+    e2e, service, wait, busy, poll = latency(running)
     step = service.step
     load = ArrivalLoad(
         rate_per_s=rate_per_s,
@@ -160,13 +166,14 @@ def plan_request_rate(ctx: Context, rate_per_s: float) -> InferPlan:
         prefill_chunks=service.chunks,
         prefill_wait_s=wait,
         prefill_busy=busy,
+        poll_wait_s=poll,
     )
     return continuous_plan(
         ctx,
         build,
         mode="rate",
         batch=max(1, round(running)),
-        ttft_s=service.first_token_s + wait,
+        ttft_s=service.first_token_s + poll + wait,
         tpot_s=step.time_s,
         e2e_latency_s=e2e,
         output_tokens_per_s=rate_per_s * job.output_len,
@@ -179,8 +186,14 @@ def plan_request_rate(ctx: Context, rate_per_s: float) -> InferPlan:
             + (f" ({lam:.3g} per replica)" if job.replicas > 1 else "")
             + f"; {running:,.1f} running on average (Little's law), each holding "
             f"{kv_tokens_held(ctx):,.0f} tokens of KV; prompts wait {wait * 1e3:,.0f} ms "
-            f"behind each other's prefill (M/D/1, prefill busy {busy:.0%}); sustainable up "
-            f"to {load.max_rate_per_s:.3g} requests/s",
+            f"behind each other's prefill (M/D/1, prefill busy {busy:.0%})"
+            + (
+                f" and {poll * 1e3:,.1f} ms for the scheduler's next look at new requests "
+                f"(every {job.scheduler_poll_steps} decode steps)"
+                if poll > 0
+                else ""
+            )
+            + f"; sustainable up to {load.max_rate_per_s:.3g} requests/s",
         ),
         extras={"arrivals": load.to_dict()},
     )

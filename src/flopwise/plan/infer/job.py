@@ -99,6 +99,11 @@ class InferJob:
     #: of n sequences per executor runs the smallest captured batch >= n, its GEMMs and LM head
     #: over the padded rows (the dummy requests' attention reads next to no KV); empty: none
     cuda_graph_batch_sizes: tuple[int, ...] = ()
+    #: decode steps between the scheduler's looks at newly arrived requests (SGLang
+    #: ``--scheduler-recv-interval`` or ``--num-continuous-decode-steps``, vLLM V0
+    #: ``--num-scheduler-steps``): online, a request arriving while the engine decodes waits
+    #: for the next look (``online.poll_wait_s``); 1: every step
+    scheduler_poll_steps: int = 1
 
     def __post_init__(self) -> None:
         if self.decode_kernel is not None and self.decode_kernel not in DECODE_KERNELS:
@@ -112,7 +117,8 @@ class InferJob:
                 "cuda_graph_batch_sizes must be positive integers in increasing order, got "
                 f"{list(sizes)!r}"
             )
-        for name in ("input_len", "output_len", "tp", "pp", "replicas", "ep"):
+        positive = ("input_len", "output_len", "tp", "pp", "replicas", "ep", "scheduler_poll_steps")
+        for name in positive:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise FlopwiseError(f"{name} must be a positive integer, got {value!r}")
@@ -233,6 +239,7 @@ class InferJob:
             "decode_kernel": self.decode_kernel,
             "output_spread": self.output_spread,
             "cuda_graph_batch_sizes": list(self.cuda_graph_batch_sizes),
+            "scheduler_poll_steps": self.scheduler_poll_steps,
         }
 
 

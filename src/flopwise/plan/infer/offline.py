@@ -137,6 +137,7 @@ def simulate(
     token_budget: int,
     client_window: int | None = None,
     output_spread: float = 0.0,
+    poll_steps: int = 1,
 ) -> OfflineRun:
     """Run `num_requests` requests of fixed lengths through an in-flight-batching engine.
 
@@ -157,6 +158,11 @@ def simulate(
     [(1 - s), (1 + s)] x output_len in the order they join (a low-discrepancy sequence, so
     the run is deterministic and the mean stays output_len): random-length benchmarks
     (``--random-range-ratio``), whose requests finish, and so are replaced, at different times.
+
+    `poll_steps` N > 1 (with `client_window`): the scheduler looks at newly sent requests only
+    every N decode passes (SGLang ``--scheduler-recv-interval`` / ``--num-continuous-decode-steps``:
+    ``online.poll_wait_s``); after a pass with prompt tokens, or when nothing decodes, it looks at
+    the next pass. A request sent mid-way waits, decoding the others, for that look.
     """
     if not 0.0 <= output_spread < 1.0:
         raise FlopwiseError(f"output spread must be in [0, 1), got {output_spread!r}")
@@ -177,7 +183,16 @@ def simulate(
     joined = 0  # requests that have joined, for the output-length sequence
     ttft_sum = tpot_sum = latency_sum = running_area = 0.0
     finishes: list[tuple[int, float]] = []  # (requests, time) as they finish, in time order
+    poll = max(1, poll_steps) if client_window is not None else 1
+    since_look = poll  # decode passes since the scheduler last looked at new requests
+    finished = received = 0
     while queue or active or chunk_left:
+        sent = num_requests
+        if client_window is not None:
+            sent = min(num_requests, client_window + finished)
+        if since_look >= poll or active == 0:
+            since_look, received = 0, sent
+        inbox = received - (num_requests - queue)  # received, not yet admitted
         room = token_budget - active
         prompt_tokens = ready = 0
         if room > 0 and chunk_left:
@@ -186,8 +201,8 @@ def simulate(
             prompt_tokens, room = take, room - take
             ready = 0 if chunk_left else 1
         slots = concurrency - active - ready - (1 if chunk_left else 0)
-        if room > 0 and queue and slots > 0 and not chunk_left:
-            whole = min(room // input_len, queue, slots)
+        if room > 0 and inbox > 0 and slots > 0 and not chunk_left:
+            whole = min(room // input_len, inbox, slots)
             queue -= whole
             ready += whole
             prompt_tokens += whole * input_len
@@ -203,19 +218,25 @@ def simulate(
             if output_len == 1:
                 latency_sum += ready * now
                 finishes.append((ready, now))
+                finished += ready
             elif ready:
                 for n, out in _output_lengths(joined, ready, output_len, output_spread):
                     heapq.heappush(cohorts, (step + out - 1, joined, n, now, out))
                     joined += n
                 active += ready
             step += 1
+            since_look = poll  # a pass with prompt tokens: the scheduler looks at the next
         elif cohorts:
-            # nobody can join before the oldest cohort leaves: run the passes up to its last
-            last = cohorts[0][0]
+            # nobody can join before the oldest cohort leaves (or, with requests sent but not
+            # yet seen, before the scheduler's next look): run the passes up to then
+            passes = cohorts[0][0] - step + 1
+            if sent > received:
+                passes = min(passes, poll - since_look)
             dt = step_time(active, 0)
-            now += (last - step + 1) * dt
-            running_area += active * (last - step + 1) * dt
-            step = last + 1
+            now += passes * dt
+            running_area += active * passes * dt
+            step += passes
+            since_look = (since_look + passes - 1) % poll + 1
         else:  # pragma: no cover - a pass always has room when nothing decodes
             raise FlopwiseError("offline batch: the engine cannot make progress")
         while cohorts and cohorts[0][0] < step:
@@ -224,6 +245,7 @@ def simulate(
             latency_sum += count * now
             tpot_sum += count * (now - first) / max(out - 1, 1)
             finishes.append((count, now))
+            finished += count
     unsent = 0 if client_window is None else max(0, num_requests - client_window)
     send_sum = _send_times_sum(finishes, unsent)
     sums = (ttft_sum, tpot_sum, latency_sum, running_area)
@@ -423,6 +445,7 @@ def _run(
         run = simulate(
             step_time, per_replica, cap, job.input_len, job.output_len, budget,
             client_window=window, output_spread=job.output_spread,
+            poll_steps=job.scheduler_poll_steps,
         )  # fmt: skip
         return run, None
     if ctx.engine.preemption == RECOMPUTE:

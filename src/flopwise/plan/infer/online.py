@@ -11,9 +11,11 @@ decode tokens, every other step decode only (``steady_service``). Per request:
 - time per output token (the benchmarks' inter-token latency): the mean step, since a request's
   tokens wait through the steps that carry other requests' prompts;
 - time to first token: its prompt's passes, after half a pass in flight on average (none with
-  one request in flight), plus the wait behind the prompts that arrived before it (an M/D/1
-  queue whose service time is one prompt's prefill), plus, when N > B, the wait in the engine's
-  queue: N - B requests wait while B are served at B / E2E per second (Little's law);
+  one request in flight), plus the wait for the scheduler's next look at new requests when it
+  looks only every few decode steps (``poll_wait_s``), plus the wait behind the prompts that
+  arrived before it (an M/D/1 queue whose service time is one prompt's prefill), plus, when
+  N > B, the wait in the engine's queue: N - B requests wait while B are served at B / E2E per
+  second (Little's law);
 - throughput: B x output_len / E2E of a request, the closed-loop identity the benchmarks report
   (a request's slot emits no token during its prefill).
 
@@ -65,6 +67,7 @@ class OnlineLoad:
     prefill_tokens_per_step: float  # prompt tokens a mean step carries
     service_ttft_s: float  # first token after admission (its prefill and the wait for it)
     prefill_wait_s: float  # of which: behind other prompts' prefills (M/D/1)
+    poll_wait_s: float  # of which: for the scheduler's next look at new requests
     prefill_busy: float  # share of the time the engine spends prefilling
     queue_wait_s: float  # mean wait before admission (0 unless concurrency > capacity)
 
@@ -77,6 +80,7 @@ class OnlineLoad:
             "prefill_tokens_per_step": self.prefill_tokens_per_step,
             "service_ttft_ms": self.service_ttft_s * 1e3,
             "prefill_wait_ms": self.prefill_wait_s * 1e3,
+            "poll_wait_ms": self.poll_wait_s * 1e3,
             "prefill_busy": self.prefill_busy,
             "queue_wait_ms": self.queue_wait_s * 1e3,
         }
@@ -143,6 +147,22 @@ def blend(plain: Phase, mixed: Phase, share: float) -> Phase:
     )
 
 
+def poll_wait_s(ctx: Context, step_s: float, decoding: float) -> float:
+    """Mean extra wait of a new request for the scheduler's next look at its inbox.
+
+    An engine that looks at newly arrived requests only every N decode steps (SGLang
+    ``--scheduler-recv-interval N``: "the interval to poll requests in scheduler"; SGLang
+    ``--num-continuous-decode-steps N``, which "may also increase time-to-first-token latency";
+    vLLM V0 multi-step scheduling, ``--num-scheduler-steps N``) admits a request that arrives
+    mid-way through such a run of steps at the run's end: uniformly over the run, that is N / 2
+    steps on average where an engine looking every step waits half a step (already in
+    ``SteadyService.first_token_s``), so (N - 1) / 2 steps more. It applies only while the
+    engine decodes (`decoding`: the share of arrivals that find other requests running); an
+    idle engine's loop looks at once (SGLang's recv skipper counts decode steps)."""
+    steps = ctx.job.scheduler_poll_steps
+    return 0.0 if steps <= 1 else 0.5 * (steps - 1) * step_s * min(1.0, max(0.0, decoding))
+
+
 def md1_wait_s(busy: float, service_s: float) -> float:
     """Mean wait in an M/D/1 queue (Pollaczek-Khinchine) at utilisation `busy` < 1."""
     if busy <= 0:
@@ -193,7 +213,9 @@ def plan_online(ctx: Context, concurrency: int) -> InferPlan:
     rho = running / e2e_guess * service.prefill_s if running > 1 else 0.0
     rho = min(PREFILL_BUSY_CAP, rho)
     prefill_wait = md1_wait_s(rho, service.prefill_s)
-    service_ttft = service.first_token_s + prefill_wait
+    # with one request in flight the engine is idle when the next one arrives
+    poll_wait = poll_wait_s(ctx, tpot, 1.0 if running > 1 else 0.0)
+    service_ttft = service.first_token_s + poll_wait + prefill_wait
     service_e2e = service_ttft + (job.output_len - 1) * tpot
     served_per_s = running / service_e2e
     wait = max(0, concurrency - running) / served_per_s
@@ -205,6 +227,7 @@ def plan_online(ctx: Context, concurrency: int) -> InferPlan:
         prefill_tokens_per_step=per_step,
         service_ttft_s=service_ttft,
         prefill_wait_s=prefill_wait,
+        poll_wait_s=poll_wait,
         prefill_busy=rho,
         queue_wait_s=wait,
     )
@@ -212,6 +235,12 @@ def plan_online(ctx: Context, concurrency: int) -> InferPlan:
         f"; {concurrency:,} in flight but at most {capacity:,} run at once: the rest wait "
         f"{wait * 1e3:,.0f} ms in the queue on average (in TTFT and latency)"
         if wait > 0
+        else ""
+    )
+    polled = (
+        f"; the scheduler looks at new requests every {job.scheduler_poll_steps} decode steps: "
+        f"{poll_wait * 1e3:,.1f} ms more before a prompt is admitted"
+        if poll_wait > 0
         else ""
     )
     return continuous_plan(
@@ -238,7 +267,7 @@ def plan_online(ctx: Context, concurrency: int) -> InferPlan:
             + f"; {running:,} running, each holding "
             f"{kv_tokens_held(ctx):,.0f} tokens of KV; {per_step:,.0f} prompt tokens prefilled "
             f"per step on average, a new prompt in {chunks} pass{'es' if chunks > 1 else ''} of "
-            f"up to {budget:,} tokens beside the running requests' decode{capped}",
+            f"up to {budget:,} tokens beside the running requests' decode{polled}{capped}",
         ),
         extras={"online": load.to_dict()},
     )

@@ -121,6 +121,15 @@ def test_polling_only_affects_a_client_that_sends_during_the_run() -> None:
     assert slow.makespan_s > window.makespan_s
 
 
+def test_a_benchmark_run_plan_says_how_often_the_scheduler_looks() -> None:
+    run = replace(BASE, num_requests=80, concurrency=8)
+    plain = plan_inference(MODEL, H100, run)
+    polled = plan_inference(MODEL, H100, replace(run, scheduler_poll_steps=10))
+    assert polled.ttft_s > plain.ttft_s
+    assert "every 10 decode steps" in " ".join(polled.assumptions)
+    assert "looks at the client's new requests" not in " ".join(plain.assumptions)
+
+
 def test_bad_values_are_refused_in_one_line() -> None:
     with pytest.raises(FlopwiseError, match="scheduler_poll_steps must be a positive integer"):
         replace(BASE, scheduler_poll_steps=0)

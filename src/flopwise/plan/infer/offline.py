@@ -397,6 +397,12 @@ def plan_offline(ctx: Any, num_requests: int, client_window: int | None = None) 
         request_s=job.output_len * step.time_s,
         notes=(
             _run_note(num_requests, per_replica, job.replicas, window)
+            + (
+                f"; the scheduler looks at the client's new requests every "
+                f"{job.scheduler_poll_steps} decode steps"
+                if window is not None and job.scheduler_poll_steps > 1
+                else ""
+            )
             + f"; at most {run.concurrency:,} run at once{capped}, each holding "
             f"{kv_tokens_held(ctx):,.0f} tokens of KV; prompts join while a pass has room within "
             f"{budget:,} tokens; {run.mean_running:,.0f} decode on average over the run "

@@ -157,8 +157,10 @@ def poll_wait_s(ctx: Context, step_s: float, decoding: float) -> float:
     mid-way through such a run of steps at the run's end: uniformly over the run, that is N / 2
     steps on average where an engine looking every step waits half a step (already in
     ``SteadyService.first_token_s``), so (N - 1) / 2 steps more. It applies only while the
-    engine decodes (`decoding`: the share of arrivals that find other requests running); an
-    idle engine's loop looks at once (SGLang's recv skipper counts decode steps)."""
+    engine decodes (`decoding`: the share of arrivals that find other requests running): an
+    idle engine's loop turns over N times at once, its iterations carrying no GPU work (SGLang's
+    recv skipper counts loop iterations by what they ran: a decode or idle one 1, one with
+    prompt tokens past the interval)."""
     steps = ctx.job.scheduler_poll_steps
     return 0.0 if steps <= 1 else 0.5 * (steps - 1) * step_s * min(1.0, max(0.0, decoding))
 

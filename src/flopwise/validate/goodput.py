@@ -134,6 +134,18 @@ def _inputs(row: Row) -> Any:
     )
 
 
+def _text(row: Row, key: str) -> str:
+    return (row.get(key) or "").strip()
+
+
+def _yes_no(row: Row, key: str) -> bool | None:
+    """A yes/no column; empty: the framework profile's default."""
+    value = _text(row, key)
+    if value not in ("", "yes", "no"):
+        raise FlopwiseError(f"{key} must be yes, no or empty, got {value!r}")
+    return None if not value else value == "yes"
+
+
 def _plan_doc(row: Row) -> dict[str, Any]:
     """The job planned with its published layout (degrees left empty are searched)."""
     from flopwise.hardware import hardware_from_catalog
@@ -155,6 +167,11 @@ def _plan_doc(row: Row) -> dict[str, Any]:
         tokens=_num(row, "tokens"),
         recipe=(row.get("recipe") or None),
         gpus_per_node=_int(row, "gpus_per_node"),
+        # the precision, overlap and dispatch the source states (left empty: the defaults)
+        dtype=_text(row, "dtype") or "bf16",
+        pp_comm_overlap=_yes_no(row, "pp_comm_overlap"),
+        ep_comm_overlap=_yes_no(row, "ep_comm_overlap"),
+        ep_dispatcher=_text(row, "ep_dispatcher") or "alltoall",
     )
     cons = LayoutConstraints(
         tp=_int(row, "tp"),

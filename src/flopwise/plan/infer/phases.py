@@ -59,9 +59,10 @@ def pipelined(
     """
     pp = ctx.job.pp
     mb = microbatches(pp, seqs)
-    stage = stage_pass_time(ctx.shard, make_pass(seqs / mb), ctx.hw, ctx.rates, ctx.engine)
+    micro = make_pass(seqs / mb)  # one micro-batch's pass through one stage
+    stage = stage_pass_time(ctx.shard, micro, ctx.hw, ctx.rates, ctx.engine)
     stages = (mb + pp - 1) if prefill else max(mb, pp)
-    p2p = Breakdown(comm_s=(pp - 1) * _p2p_s(ctx, make_pass(seqs / mb).tokens))
+    p2p = Breakdown(comm_s=(pp - 1) * _p2p_s(ctx, micro.tokens))
     device = stage.scaled(stages) + p2p
     per_executor = (seqs if requests is None else requests) / ctx.shard.attn_dp
     dispatch = 0.0

@@ -26,8 +26,13 @@ def load_goodput_runs() -> list[Row]:
         return list(csv.DictReader(fh))
 
 
+def _text(row: Row, key: str) -> str:
+    """A column's text, stripped; empty when the column is missing or blank."""
+    return (row.get(key) or "").strip()
+
+
 def _num(row: Row, key: str) -> float | None:
-    v = (row.get(key) or "").strip()
+    v = _text(row, key)
     return float(v) if v else None
 
 
@@ -116,9 +121,9 @@ def _inputs(row: Row) -> Any:
     from flopwise.catalog.goodput import failure_causes, get_storage_tier
     from flopwise.plan.goodput import GoodputInputs, Storage
 
-    profile = (row.get("failure_profile") or "").strip()
+    profile = _text(row, "failure_profile")
     causes = failure_causes(profile) if profile else ()
-    tier_id = (row.get("storage") or "").strip()
+    tier_id = _text(row, "storage")
     if not tier_id:
         return GoodputInputs(causes=causes)
     t = get_storage_tier(tier_id)
@@ -132,10 +137,6 @@ def _inputs(row: Row) -> Any:
             aggregate_read_gbps=t.aggregate_read_gbps,
         ),
     )
-
-
-def _text(row: Row, key: str) -> str:
-    return (row.get(key) or "").strip()
 
 
 def _yes_no(row: Row, key: str) -> bool | None:
@@ -165,7 +166,7 @@ def _plan_doc(row: Row) -> dict[str, Any]:
         seq_len=seq,
         global_batch_seqs=gbs,
         tokens=_num(row, "tokens"),
-        recipe=(row.get("recipe") or None),
+        recipe=_text(row, "recipe") or None,
         gpus_per_node=_int(row, "gpus_per_node"),
         # the precision, overlap and dispatch the source states (left empty: the defaults)
         dtype=_text(row, "dtype") or "bf16",
@@ -251,7 +252,7 @@ def validate_goodput() -> GoodputValidation:
                 published=_num(r, "published"),
                 low=_num(r, "published_low"),
                 high=_num(r, "published_high"),
-                in_sample=(r.get("in_sample") or "").strip().lower() == "yes",
+                in_sample=_text(r, "in_sample").lower() == "yes",
                 note=how,
             )
         )

@@ -57,11 +57,24 @@ def _job(weight: str, act: str | None = None) -> InferJob:
     return InferJob(batch=8, input_len=1024, output_len=128, weight_dtype=weight, act_dtype=act)
 
 
-@pytest.mark.parametrize("name", ["nvfp4", "mxfp4", "fp4"])
-def test_fp4_weights_run_w4a4_on_blackwell(name: str) -> None:
+@pytest.mark.parametrize(("name", "stored"), [("nvfp4", "fp4"), ("fp4", "fp4"), ("mxfp4", "mxfp4")])
+def test_fp4_weights_run_w4a4_on_blackwell(name: str, stored: str) -> None:
     for acc in ("b200", "rtx-pro-6000"):
         p = resolve_precision(_job(name), hardware_from_catalog(acc))
-        assert (p.weight, p.act, p.mode) == ("fp4", "fp4", "weight+activation")
+        assert (p.weight, p.act, p.mode) == (stored, "fp4", "weight+activation")
+        assert ("MXFP4" in p.note) == (name == "mxfp4")
+
+
+def test_fp4_weights_carry_their_block_scales() -> None:
+    """NVFP4 stores one E4M3 scale per 16 elements, MXFP4 one E8M0 per 32: the same model's
+    weights differ by (1/16 - 1/32) byte for every quantized (non-vocabulary) parameter."""
+    model = load_model("llama-3.1-70b")
+    hw = hardware_from_catalog("b200")
+    nv = plan_inference(model, hw, _job("nvfp4")).to_dict()["memory"]["weights_gib"]
+    mx = plan_inference(model, hw, _job("mxfp4")).to_dict()["memory"]["weights_gib"]
+    c = count_params(model)
+    quantized = c.total - c.embedding - c.lm_head
+    assert (nv - mx) * 2**30 == pytest.approx(quantized * (1 / 16 - 1 / 32), rel=1e-6)
 
 
 def test_fp4_weights_hold_half_the_bytes_of_fp8() -> None:

@@ -94,7 +94,8 @@ INFER_FLAGS: list[JobFlag] = [
     ),
     JobFlag(
         "weight-dtype",
-        "weight dtype (fp4/nvfp4/mxfp4/mxfp8: Blackwell-class only)",
+        "weight dtype, stored with its block scales (fp4 = nvfp4: 4.5 bits; mxfp4: 4.25; "
+        "int4: 4.125); fp4/nvfp4/mxfp4/mxfp8 need Blackwell-class tensor cores",
         kinds=_I,
         choices=WEIGHT_DTYPES,
         default="bf16",

@@ -61,7 +61,7 @@ from flopwise.plan.gemm_constants import (
     TILES_HOPPER,
 )
 from flopwise.units import TERA
-from flopwise.workload.memory_bytes import DTYPE_BYTES
+from flopwise.workload.memory_bytes import DTYPE_BYTES, storage_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,10 +249,10 @@ def _scale_bytes(m: int, n: int, k: int, scaling: str | None) -> float:
         raise FlopwiseError(
             f"unknown GEMM scaling {scaling!r}; valid: {', '.join(sorted(SCALING_BLOCKS))}"
         )
-    act, blk, nbytes = spec
+    act, blk_k, blk_n, nbytes = spec
     if not act:
         return 0.0
-    return (m * math.ceil(k / act) + math.ceil(k / blk) * math.ceil(n / blk)) * nbytes
+    return (m * math.ceil(k / act) + math.ceil(k / blk_k) * math.ceil(n / blk_n)) * nbytes
 
 
 def roof_fraction(grouped: bool, grouped_efficiency: float | None = None) -> float:
@@ -285,8 +285,10 @@ def gemm_estimate(
     if m <= 0 or n <= 0 or k <= 0 or batch <= 0:
         raise FlopwiseError(f"GEMM dimensions must be positive, got m={m} n={n} k={k} b={batch}")
     flops = 2.0 * m * n * k * batch
-    a = DTYPE_BYTES[dtype]
-    w = DTYPE_BYTES[weight_dtype or dtype]
+    # block scales ride with their elements (storage_bytes) unless `scaling` names them apart
+    per_elt = (lambda d: DTYPE_BYTES[d]) if scaling else storage_bytes
+    a = per_elt(dtype)
+    w = per_elt(weight_dtype or dtype)
     o = OUTPUT_BYTES.get(dtype, a)
     inputs = batch * (m * k * a + k * n * w + _scale_bytes(m, n, k, scaling))
     plan = _shape_plan(

@@ -60,12 +60,15 @@ OUTPUT_BYTES = {"fp4": 2.0, "fp8": 2.0, "int8": 2.0, "bf16": 2.0, "fp16": 2.0, "
 #: (Transformer Engine delayed/current scaling) adds one scalar: nothing to model. The
 #: CUDA-core promotion of block-scaled FP8 runs overlapped with the next WGMMA (DeepSeek-V3
 #: report §3.3.2), so only the scale bytes are charged.
-SCALING_BLOCKS: dict[str, tuple[int, int, float]] = {
-    # name: (activation elements per scale along K, weight block edge, bytes per scale)
-    "per_tensor": (0, 0, 0.0),
-    "block128": (128, 128, 4.0),
-    "mxfp8": (32, 32, 1.0),
-    "nvfp4": (16, 16, 1.0),
+SCALING_BLOCKS: dict[str, tuple[int, int, int, float]] = {
+    # name: (activation elements per scale along K, weight block along K, weight block along N,
+    # bytes per scale). DeepSeek's FP8 scales 1x128 activation tiles and 128x128 weight blocks;
+    # the microscaling formats scale every 32 (MX) or 16 (NVFP4) consecutive elements along K
+    # of every row of both operands.
+    "per_tensor": (0, 0, 0, 0.0),
+    "block128": (128, 128, 128, 4.0),
+    "mxfp8": (32, 32, 1, 1.0),
+    "nvfp4": (16, 16, 1, 1.0),
 }
 
 GPU_VENDORS = ("nvidia", "amd")

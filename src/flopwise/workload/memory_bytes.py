@@ -11,7 +11,8 @@ from flopwise.errors import FlopwiseError
 from flopwise.workload.params import ParamCounts
 from flopwise.workload.spec import ModelSpec
 
-#: Bytes per element for weight / KV / activation dtypes.
+#: Bytes per element for weight / KV / activation dtypes: the elements alone. A block-scaled
+#: format also stores its scales (SCALE_BYTES_PER_ELEMENT; storage_bytes adds them).
 DTYPE_BYTES: Mapping[str, float] = MappingProxyType(
     {
         "fp32": 4.0,
@@ -19,11 +20,27 @@ DTYPE_BYTES: Mapping[str, float] = MappingProxyType(
         "bf16": 2.0,
         "fp16": 2.0,
         "fp8": 1.0,
-        "mxfp8": 1.0,  # OCP MX fp8: one shared 8-bit scale per 32 elements ignored (+3%)
+        "mxfp8": 1.0,
         "int8": 1.0,
         "int4": 0.5,
-        "fp4": 0.5,
+        "fp4": 0.5,  # NVFP4 (E2M1 elements)
+        "mxfp4": 0.5,  # OCP MXFP4 (E2M1 elements)
     }
+)
+
+#: Scale bytes each element carries in a block-scaled or group-quantized format, by the
+#: formats' definitions:
+#: - fp4 (NVFP4, the FP4 of TensorRT-LLM, vLLM and SGLang on NVIDIA): one FP8 E4M3 scale per 16
+#:   elements (plus one FP32 per tensor), 4.5 bits per value; NVIDIA's "Introducing NVFP4 for
+#:   Efficient and Accurate Low-Precision Inference" (2025): about 3.5x smaller than FP16 and
+#:   1.8x smaller than FP8 (16 / 4.5 = 3.56, 8 / 4.5 = 1.78).
+#: - mxfp4, mxfp8 (OCP Microscaling Formats v1.0): one E8M0 scale per 32 elements, 4.25 / 8.25
+#:   bits.
+#: - int4 (weight-only AWQ/GPTQ, TensorRT-LLM int4_awq): one fp16 scale per group of 128
+#:   weights, 4.125 bits (GPTQ's packed 4-bit zero points add 0.03 bits more, not counted).
+#: Per-tensor and per-channel scales (fp8, int8) are a few bytes per row: not counted.
+SCALE_BYTES_PER_ELEMENT: Mapping[str, float] = MappingProxyType(
+    {"fp4": 1.0 / 16, "mxfp4": 1.0 / 32, "mxfp8": 1.0 / 32, "int4": 2.0 / 128}
 )
 
 _DTYPE_ALIASES: Mapping[str, str] = MappingProxyType(
@@ -36,7 +53,6 @@ _DTYPE_ALIASES: Mapping[str, str] = MappingProxyType(
         "float8": "fp8",
         "float8_e4m3fn": "fp8",
         "e4m3": "fp8",
-        "mxfp4": "fp4",
         "nvfp4": "fp4",
         "mx-fp8": "mxfp8",
     }
@@ -53,9 +69,16 @@ def normalize_dtype(name: str, allowed: tuple[str, ...] | None = None) -> str:
     return key
 
 
+def storage_bytes(dtype: str) -> float:
+    """Bytes one element of a `dtype` tensor takes in memory, its block scales included
+    (0.5625 for NVFP4's 4.5 bits; SCALE_BYTES_PER_ELEMENT)."""
+    d = normalize_dtype(dtype)
+    return DTYPE_BYTES[d] + SCALE_BYTES_PER_ELEMENT.get(d, 0.0)
+
+
 def weight_bytes(counts: ParamCounts, dtype: str = "bf16") -> float:
-    """Bytes to hold all weights in `dtype` (quantisation scales are ignored: <1% for int4 g128)."""
-    return counts.total * DTYPE_BYTES[normalize_dtype(dtype)]
+    """Bytes to hold all weights in `dtype`, block and group scales included (storage_bytes)."""
+    return counts.total * storage_bytes(dtype)
 
 
 def kv_bytes_per_token_per_layer(spec: ModelSpec, dtype: str = "bf16") -> float:

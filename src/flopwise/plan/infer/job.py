@@ -20,15 +20,15 @@ from flopwise.units import check_fraction
 from flopwise.workload.memory_bytes import normalize_dtype
 from flopwise.workload.spec import ModelSpec
 
-WEIGHT_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "mxfp8", "int8", "int4", "fp4")
+WEIGHT_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "mxfp8", "int8", "int4", "fp4", "mxfp4")
 KV_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "int8")
-ACT_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "mxfp8", "int8", "fp32", "fp4")
+ACT_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8", "mxfp8", "int8", "fp32", "fp4", "mxfp4")
 
-#: Block-scaled (microscaling) formats: NVFP4/MXFP4 (`fp4`) and MXFP8 run on tensor cores from
+#: Block-scaled (microscaling) formats: NVFP4 (`fp4`), MXFP4 and MXFP8 run on tensor cores from
 #: NVIDIA Blackwell on (Hopper's fp8 has per-tensor scales only; NVIDIA Blackwell architecture
 #: technical brief; TensorRT-LLM's B200/GB200 NVFP4 tables). A device whose catalog entry has an
 #: fp4 rate is taken to have them; elsewhere they are refused.
-BLOCK_SCALED: tuple[str, ...] = ("fp4", "mxfp8")
+BLOCK_SCALED: tuple[str, ...] = ("fp4", "mxfp4", "mxfp8")
 
 
 def supports_block_scaled(hw: Hardware) -> bool:
@@ -279,13 +279,16 @@ def resolve_precision(job: InferJob, hw: Hardware) -> Precision:
         _check_block_scaled(hw, act, "activation dtype")
     elif weight in ("fp8", "mxfp8") and "fp8" in hw.peak_tflops:
         act = weight
-    elif weight == "fp4":
-        act = "fp4"  # W4A4 as TensorRT-LLM's NVFP4 checkpoints run
+    elif weight in ("fp4", "mxfp4"):
+        act = weight  # W4A4 as TensorRT-LLM's NVFP4 checkpoints run
     else:
         act = weight if weight in ("bf16", "fp16") else sixteen
     if act == "mxfp8":
         act = "fp8"  # MXFP8 GEMMs run at the fp8 tensor-core rate (block scales in hardware)
         note = "MXFP8: fp8 tensor-core rate with per-32-element block scales"
+    elif act == "mxfp4":
+        act = "fp4"  # MXFP4 GEMMs run at the fp4 tensor-core rate (block scales in hardware)
+        note = "MXFP4: fp4 tensor-core rate with per-32-element block scales"
     if not _has_rate(hw, act):
         measured = sorted(hw.matmul_tflops)
         if job.act_dtype or len(measured) != 1:

@@ -43,7 +43,7 @@ from flopwise.plan.roofline import (
 )
 from flopwise.plan.sustained import serving_compute_share
 from flopwise.units import TERA
-from flopwise.workload.memory_bytes import DTYPE_BYTES
+from flopwise.workload.memory_bytes import storage_bytes
 from flopwise.workload.spec import ModelSpec
 
 
@@ -198,8 +198,8 @@ def make_rates(
         attn_flops_s=attn,
         bw_bytes_s=bw,
         kv_bw_bytes_s=bw * engine.decode_attention_bw_fraction,
-        act_bytes=DTYPE_BYTES[act_dtype],
-        weight_bytes=DTYPE_BYTES[weight_dtype],
+        act_bytes=storage_bytes(act_dtype),
+        weight_bytes=storage_bytes(weight_dtype),
         act_dtype=act_dtype,
         attn_basis=attn_basis,
         mmha_ops_s=mmha_ops_per_s(hw, engine),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from flopwise.plan.binomial import binomial_pmfs
 from flopwise.workload.flops import local_pairs
-from flopwise.workload.memory_bytes import DTYPE_BYTES, kv_bytes_per_token_per_layer
+from flopwise.workload.memory_bytes import DTYPE_BYTES, kv_bytes_per_token_per_layer, storage_bytes
 from flopwise.workload.params import ParamCounts, attention_params, count_params, mlp_params
 from flopwise.workload.spec import ModelSpec
 
@@ -172,7 +172,7 @@ def make_shard(
         tp=tp,
         pp=pp,
         layers=layers,
-        weight_bytes_per_elt=DTYPE_BYTES[weight_dtype],
+        weight_bytes_per_elt=storage_bytes(weight_dtype),
         kv_bytes_per_elt=DTYPE_BYTES[kv_dtype],
         qkv_out=qkv_out,
         o_in=max(1, o_in // atp),

@@ -28,7 +28,7 @@ from flopwise.plan.infer.planner import plan_static
 from flopwise.plan.infer.result import InferPlan
 from flopwise.plan.infer.uncertainty import plan_intervals
 from flopwise.units import GB
-from flopwise.workload.memory_bytes import DTYPE_BYTES
+from flopwise.workload.memory_bytes import storage_bytes
 from flopwise.workload.params import count_params
 from flopwise.workload.spec import ModelSpec
 
@@ -84,7 +84,7 @@ class TargetPlan:
 def seed_check(model: ModelSpec, weight_dtype: str = "bf16") -> dict[str, Any]:
     """The seed's 2100 GB/s claim recomputed for `model`, with its assumptions spelled out."""
     params = float(count_params(model).total)
-    b = DTYPE_BYTES[weight_dtype]
+    b = storage_bytes(weight_dtype)
     reading = reading_tokens_per_s()
     return {
         "claim": "70B at human reading speed needs ~2100 GB/s",

@@ -76,6 +76,10 @@ def parse_size_bytes(text: str | float | int, what: str = "size") -> float:
 
 def parse_positive_int(text: str | int, what: str) -> int:
     """Parse a positive whole number (accepts 2K/1M style suffixes for convenience)."""
+    if isinstance(text, str) and not re.fullmatch(
+        _NUM + r"\s*([kmbgtp]?)", text.strip().lower().replace("_", "")
+    ):
+        raise FlopwiseError(f"{what} {text!r} is not a whole number; use e.g. 8, 512 or 4K")
     value = parse_count(text, what)
     if value != int(value):
         raise FlopwiseError(f"{what} must be a whole number, got {text!r}")

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from flopwise.errors import FlopwiseError
-from flopwise.units import parse_count, parse_size_bytes
+from flopwise.units import parse_count, parse_positive_int, parse_size_bytes
 
 
 @pytest.mark.parametrize(
@@ -40,3 +40,20 @@ def test_bad_counts(text: str) -> None:
 def test_bad_sizes(text: str) -> None:
     with pytest.raises(FlopwiseError):
         parse_size_bytes(text)
+
+
+@pytest.mark.parametrize("text", ["abc", "ten", "4 steps"])
+def test_bad_whole_numbers_say_what_a_whole_number_looks_like(text: str) -> None:
+    with pytest.raises(FlopwiseError, match=r"'.*' is not a whole number; use e\.g\. 8, 512 or 4K"):
+        parse_positive_int(text, "--scheduler-poll-steps")
+
+
+@pytest.mark.parametrize(("text", "value"), [("8", 8), ("4K", 4000), ("1_024", 1024)])
+def test_whole_numbers(text: str, value: int) -> None:
+    assert parse_positive_int(text, "n") == value
+
+
+@pytest.mark.parametrize("text", ["0", "-3", "2.5"])
+def test_whole_numbers_must_be_positive_and_whole(text: str) -> None:
+    with pytest.raises(FlopwiseError, match=r"must be a (positive|whole) number"):
+        parse_positive_int(text, "n")

@@ -104,3 +104,11 @@ def test_volta_and_turing_have_no_bf16() -> None:
         with pytest.raises(FlopwiseError, match="no matmul rate for bf16"):
             resolve_precision(_job("bf16"), hardware_from_catalog(acc))
         assert resolve_precision(_job("fp16"), hardware_from_catalog(acc)).act == "fp16"
+
+
+def test_fp4_on_amd_says_that_cdna4_takes_mxfp4() -> None:
+    hw = hardware_from_catalog("mi355x")
+    p = resolve_precision(_job("fp4"), hw)
+    assert p.weight == "fp4" and "mxfp4" in p.note
+    assert "NVFP4" not in resolve_precision(_job("mxfp4"), hw).note
+    assert resolve_precision(_job("fp4"), hardware_from_catalog("b200")).note == ""

@@ -261,6 +261,10 @@ class Precision:
         }
 
 
+def _vendor(hw: Hardware) -> str:
+    return hw.accelerator.vendor.strip().lower() if hw.accelerator is not None else ""
+
+
 def _has_rate(hw: Hardware, dtype: str) -> bool:
     return dtype in hw.matmul_tflops or dtype in hw.peak_tflops
 
@@ -281,6 +285,11 @@ def resolve_precision(job: InferJob, hw: Hardware) -> Precision:
         act = weight
     elif weight in ("fp4", "mxfp4"):
         act = weight  # W4A4 as TensorRT-LLM's NVFP4 checkpoints run
+        if weight == "fp4" and _vendor(hw) == "amd":
+            note = (
+                "fp4 is NVFP4 (4.5 bits stored); AMD's FP4 tensor cores take MXFP4 "
+                "(--weight-dtype mxfp4, 4.25 bits)"
+            )
     else:
         act = weight if weight in ("bf16", "fp16") else sixteen
     if act == "mxfp8":

@@ -44,14 +44,19 @@ _SIZE_SUFFIX = {
 _NUM = r"(-?[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)"
 
 
-def parse_count(text: str | float | int, what: str = "count") -> float:
-    """Parse '15T', '2e12', '300B', '4M', '1_000' into a positive number (decimal suffixes)."""
+def parse_count(
+    text: str | float | int,
+    what: str = "count",
+    not_a_number: str = "is not a number; use e.g. 15T, 300B, 2e12 or 4M",
+) -> float:
+    """Parse '15T', '2e12', '300B', '4M', '1_000' into a positive number (decimal suffixes);
+    text that is no number is an error saying `not_a_number` after the value."""
     if isinstance(text, (int, float)):
         value = float(text)
     else:
         m = re.fullmatch(_NUM + r"\s*([kmbgtp]?)", str(text).strip().lower().replace("_", ""))
         if not m:
-            raise FlopwiseError(f"{what} {text!r} is not a number; use e.g. 15T, 300B, 2e12 or 4M")
+            raise FlopwiseError(f"{what} {text!r} {not_a_number}")
         value = float(m.group(1)) * _COUNT_SUFFIX[m.group(2)]
     if not math.isfinite(value) or value <= 0:
         raise FlopwiseError(f"{what} must be a positive number, got {text!r}")
@@ -76,11 +81,7 @@ def parse_size_bytes(text: str | float | int, what: str = "size") -> float:
 
 def parse_positive_int(text: str | int, what: str) -> int:
     """Parse a positive whole number (accepts 2K/1M style suffixes for convenience)."""
-    if isinstance(text, str) and not re.fullmatch(
-        _NUM + r"\s*([kmbgtp]?)", text.strip().lower().replace("_", "")
-    ):
-        raise FlopwiseError(f"{what} {text!r} is not a whole number; use e.g. 8, 512 or 4K")
-    value = parse_count(text, what)
+    value = parse_count(text, what, "is not a whole number; use e.g. 8, 512 or 4K")
     if value != int(value):
         raise FlopwiseError(f"{what} must be a whole number, got {text!r}")
     return int(value)

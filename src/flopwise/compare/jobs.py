@@ -173,7 +173,7 @@ class CompareInferJob:
         return f"every offer at the same batch per replica: {self.batch}"
 
     def __post_init__(self) -> None:
-        for name in ("input_len", "output_len", "pp"):
+        for name in ("input_len", "output_len", "pp", "scheduler_poll_steps"):
             value = getattr(self, name)
             if value < 1:
                 raise FlopwiseError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
@@ -206,11 +206,6 @@ class CompareInferJob:
                 )
         if self.memory_fraction is not None:
             check_fraction(self.memory_fraction, "--memory-fraction")
-        if not isinstance(self.scheduler_poll_steps, int) or self.scheduler_poll_steps < 1:
-            raise FlopwiseError(
-                f"--scheduler-poll-steps must be a positive integer, got "
-                f"{self.scheduler_poll_steps!r}"
-            )
         if self.output_spread and self.num_requests is None:
             raise FlopwiseError("--output-spread varies a run's lengths: give --num-requests too")
         for name in ("target_tpot_ms", "target_ttft_ms"):

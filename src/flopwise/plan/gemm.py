@@ -61,7 +61,7 @@ from flopwise.plan.gemm_constants import (
     TILES_HOPPER,
 )
 from flopwise.units import TERA
-from flopwise.workload.memory_bytes import DTYPE_BYTES, storage_bytes
+from flopwise.workload.memory_bytes import DTYPE_BYTES, STORAGE_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,10 +285,10 @@ def gemm_estimate(
     if m <= 0 or n <= 0 or k <= 0 or batch <= 0:
         raise FlopwiseError(f"GEMM dimensions must be positive, got m={m} n={n} k={k} b={batch}")
     flops = 2.0 * m * n * k * batch
-    # block scales ride with their elements (storage_bytes) unless `scaling` names them apart
-    per_elt = (lambda d: DTYPE_BYTES[d]) if scaling else storage_bytes
-    a = per_elt(dtype)
-    w = per_elt(weight_dtype or dtype)
+    # block scales ride with their elements (STORAGE_BYTES) unless `scaling` names them apart
+    per_elt = DTYPE_BYTES if scaling else STORAGE_BYTES
+    a = per_elt[dtype]
+    w = per_elt[weight_dtype or dtype]
     o = OUTPUT_BYTES.get(dtype, a)
     inputs = batch * (m * k * a + k * n * w + _scale_bytes(m, n, k, scaling))
     plan = _shape_plan(

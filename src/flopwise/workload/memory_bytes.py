@@ -69,11 +69,15 @@ def normalize_dtype(name: str, allowed: tuple[str, ...] | None = None) -> str:
     return key
 
 
+#: Bytes one element takes in memory, its block scales included (0.5625 for NVFP4's 4.5 bits).
+STORAGE_BYTES: Mapping[str, float] = MappingProxyType(
+    {d: b + SCALE_BYTES_PER_ELEMENT.get(d, 0.0) for d, b in DTYPE_BYTES.items()}
+)
+
+
 def storage_bytes(dtype: str) -> float:
-    """Bytes one element of a `dtype` tensor takes in memory, its block scales included
-    (0.5625 for NVFP4's 4.5 bits; SCALE_BYTES_PER_ELEMENT)."""
-    d = normalize_dtype(dtype)
-    return DTYPE_BYTES[d] + SCALE_BYTES_PER_ELEMENT.get(d, 0.0)
+    """STORAGE_BYTES of a dtype given by any of its names ('nvfp4', 'bfloat16')."""
+    return STORAGE_BYTES[normalize_dtype(dtype)]
 
 
 def weight_bytes(counts: ParamCounts, dtype: str = "bf16") -> float:

@@ -172,6 +172,7 @@ def compare_from_args(args: argparse.Namespace) -> Any:
         memory_fraction=args.memory_fraction,
         allow_long_context=args.allow_long_context,
         fp8_context_attention=args.fp8_context_attention,
+        prefill_cuda_graphs=args.prefill_cuda_graphs,
         decode_kernel=args.decode_kernel,
         cuda_graph_batch_sizes=args.cuda_graph_batch_sizes or (),
         engine_max_batch=args.engine_max_batch,

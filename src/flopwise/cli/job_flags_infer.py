@@ -142,6 +142,15 @@ INFER_FLAGS: list[JobFlag] = [
         action=BOOL,
     ),
     JobFlag(
+        "prefill-cuda-graphs",
+        "passes with prompt tokens replay (piecewise) CUDA graphs (SGLang "
+        "--enable-piecewise-cuda-graph, TensorRT-LLM enable_piecewise_cuda_graph); "
+        "--no-prefill-cuda-graphs: they run eagerly, each op dispatched from Python (SGLang "
+        "before v0.5.10, DeepSeek-R1 through v0.5.12); default: the engine's",
+        kinds=_I,
+        action=BOOL,
+    ),
+    JobFlag(
         "decode-kernel",
         "decode-attention kernel: grouped (XQA, FlashInfer, FlashDecoding: each KV head read "
         "once, bound by the KV bytes) or per-head (TensorRT-LLM's masked MHA, which releases "

@@ -56,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         engine_max_tokens=args.engine_max_tokens,
         allow_long_context=args.allow_long_context,
         fp8_context_attention=args.fp8_context_attention,
+        prefill_cuda_graphs=args.prefill_cuda_graphs,
         decode_kernel=args.decode_kernel,
         cuda_graph_batch_sizes=args.cuda_graph_batch_sizes or (),
         output_spread=args.output_spread or 0.0,

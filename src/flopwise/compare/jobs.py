@@ -128,6 +128,8 @@ class CompareInferJob:
     allow_long_context: bool = False
     #: FP8 prefill attention with FP8 quantization (see plan.infer.InferJob); None: the engine's
     fp8_context_attention: bool | None = None
+    #: Whether prompt passes replay CUDA graphs (see plan.infer.InferJob.prefill_cuda_graphs).
+    prefill_cuda_graphs: bool | None = None
     #: The decode-attention kernel (see plan.infer.InferJob.decode_kernel); None: the engine's
     decode_kernel: str | None = None
     #: CUDA-graph batch sizes with padding (see plan.infer.InferJob.cuda_graph_batch_sizes)
@@ -233,6 +235,7 @@ class CompareInferJob:
             "memory_fraction": self.memory_fraction,
             "allow_long_context": self.allow_long_context,
             "fp8_context_attention": self.fp8_context_attention,
+            "prefill_cuda_graphs": self.prefill_cuda_graphs,
             "decode_kernel": self.decode_kernel,
             "cuda_graph_batch_sizes": list(self.cuda_graph_batch_sizes),
             "engine_max_batch": self.engine_max_batch,

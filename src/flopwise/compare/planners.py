@@ -152,6 +152,7 @@ def infer_estimate(
             memory_fraction=job.memory_fraction,
             allow_long_context=job.allow_long_context,
             fp8_context_attention=job.fp8_context_attention,
+            prefill_cuda_graphs=job.prefill_cuda_graphs,
             decode_kernel=job.decode_kernel,
             cuda_graph_batch_sizes=job.cuda_graph_batch_sizes,
             engine_max_batch=job.engine_max_batch,

@@ -187,6 +187,16 @@ def _opt_int(text: str) -> int | None:
     return int(text) if text.strip() else None
 
 
+def _opt_yes_no(text: str) -> bool | None:
+    """A yes/no cell: True, False, or None when empty."""
+    text = text.strip().lower()
+    if not text:
+        return None
+    if text not in ("yes", "no"):
+        raise ValueError(f"expected yes, no or empty, got {text!r}")
+    return text == "yes"
+
+
 def _opt_float(text: str) -> float | None:
     return float(text) if text.strip() else None
 
@@ -224,6 +234,9 @@ def _command(r: Row) -> str:
     ):
         if r[key].strip():
             parts += [flag, r[key]]
+    graphs = _opt_yes_no(r["prefill_cuda_graphs"])
+    if graphs is not None:
+        parts.append("--prefill-cuda-graphs" if graphs else "--no-prefill-cuda-graphs")
     return " ".join(parts)
 
 
@@ -246,6 +259,7 @@ def _plan(r: Row, model: Any) -> dict[str, Any]:
         memory_fraction=_opt_float(r["memory_fraction"]),
         engine_max_tokens=_opt_int(r["engine_max_tokens"]),
         scheduler_poll_steps=_opt_int(r["scheduler_poll_steps"]) or 1,
+        prefill_cuda_graphs=_opt_yes_no(r["prefill_cuda_graphs"]),
     )
     plan = plan_inference(model, hardware_from_catalog(r["accelerator"]), job)
     return plan.to_dict()

@@ -71,6 +71,15 @@ class EngineProfile:
     #: (``torch_compile_config.enable_piecewise_cuda_graph``, off by default). False: a
     #: compiled engine or C++ runtime whose launches the GPU does not wait on.
     eager_python_dispatch: bool = False
+    #: PyTorch calls the engine's model code makes per op that plan/infer/dispatch.py counts
+    #: (its count follows TensorRT-LLM's fused custom ops: 1.0). SGLang's Python modules make
+    #: more (SGLANG_CALLS_PER_COUNTED_OP, from a measured eager DeepSeek-V3 pass).
+    calls_per_counted_op: float = 1.0
+    #: Which passes carrying prompt tokens replay a CUDA graph by default
+    #: (plan/infer/prefill_graphs.py): "never" (TensorRT-LLM's PyTorch backend, whose piecewise
+    #: graphs are off unless asked), or "sglang" (SGLang's piecewise-graph default of v0.5.10
+    #: on, with its exclusions). InferJob.prefill_cuda_graphs overrides it.
+    prompt_pass_graphs: str = "never"
     #: Host/runtime time per prefill (context) pass, seconds: request enqueue, input copies,
     #: first-token sampling and copy back; about 1-3 ms in the engines' own batch-1 tables.
     prefill_overhead_s: float
@@ -204,6 +213,8 @@ class EngineProfile:
             "host_s_per_seq": self.host_s_per_seq,
             "host_overlap": self.host_overlap,
             "eager_python_dispatch": self.eager_python_dispatch,
+            "calls_per_counted_op": self.calls_per_counted_op,
+            "prompt_pass_graphs": self.prompt_pass_graphs,
             "decode_attention_bw_fraction": self.decode_attention_bw_fraction,
             "prefill_attention_fraction": self.prefill_attention_fraction,
             "gemm_fraction": self.gemm_fraction,
@@ -385,6 +396,22 @@ GRACE_HOSTED_PREFIXES: tuple[str, ...] = ("gb200", "gb300", "gh200")
 HOST_S_PER_OP_GRACE = 37.08e-6
 HOST_S_PER_OP_X86 = 13.48e-6
 
+#: PyTorch calls SGLang's model code dispatches per op plan/infer/dispatch.py counts. One
+#: measurement: an eager (no CUDA graph) DeepSeek-V3 prefill pass of one new token logged a
+#: "forward cost" of 82.6 ms, against 23.1 ms replaying a prefill CUDA graph (sgl-project/sglang
+#: PR #12160, 2025-10-26; GPU and host not stated, taken as x86). With one token the GPU's work
+#: is the smaller, so the eager pass is its host dispatch: 82.6 ms over 61 layers of 21.9
+#: counted ops (FP8 weights and activations) at HOST_S_PER_OP_X86 is 4.59 calls per counted op
+#: (a Python module call, a quantize, a view or a copy beside each counted GEMM). MEASURED on one
+#: model and taken to hold for SGLang's other models; tests/infer/test_prefill_graphs.py
+#: re-derives it from the catalog's DeepSeek-V3.
+SGLANG_EAGER_PASS_S = 82.6e-3
+SGLANG_EAGER_PASS_SOURCE = (
+    "sgl-project/sglang PR #12160 (2025-10-26): DeepSeek-V3, one new prefill token, forward "
+    "cost 82.6 ms eager vs 23.1 ms with a prefill CUDA graph"
+)
+SGLANG_CALLS_PER_COUNTED_OP = 4.59
+
 #: How much faster an x86 host runs the same framework CPU code than Grace (the ratio of the
 #: two measurements above).
 HOST_SPEEDUP_X86_OVER_GRACE = HOST_S_PER_OP_GRACE / HOST_S_PER_OP_X86
@@ -524,10 +551,16 @@ _PROFILES: tuple[EngineProfile, ...] = (
         max_num_seqs=None,
         max_num_tokens=8192,
         source=_SGLANG_SRC,
+        eager_python_dispatch=True,
+        host_overlap=True,
+        calls_per_counted_op=SGLANG_CALLS_PER_COUNTED_OP,
+        prompt_pass_graphs="sglang",
         features=(
             "continuous batching with an overlapped CPU scheduler; token-level paged KV "
             "pool with RadixAttention prefix reuse; chunked prefill (8192); CUDA graphs "
-            "for decode; fp8 KV cache with --kv-cache-dtype; DP attention for MLA models"
+            "for decode; piecewise CUDA graphs for prompt passes where its default allows "
+            "(v0.5.10 on; eager before, and for MLA models above 2,048 tokens, on ROCm, with "
+            "DP attention); fp8 KV cache with --kv-cache-dtype; DP attention for MLA models"
         ),
     ),
 )

@@ -27,6 +27,11 @@ the fused MoE op):
 - an MoE MLP: router GEMM and the fused MoE op (routing, permutation, both grouped GEMMs and the
   combine run inside one C++ op); shared experts as a dense MLP, their sigmoid gate two more.
 
+SGLang's modules make more calls per counted op (a Python module per op, separate quantize and
+view ops around each GEMM): ``EngineProfile.calls_per_counted_op`` scales the count, from one
+measured eager SGLang pass (constants.SGLANG_CALLS_PER_COUNTED_OP). Which passes run eagerly
+is plan/infer/prefill_graphs.py's question.
+
 It is a lower bound: the guide adds that "bubbles in the context (prefill) phase" remain "due to
 the attention operator's substantial host-side overhead", which one op does not price. Each op
 costs ``constants.host_s_per_op`` (a PyTorch ``Linear`` forward's CPU time measured on an x86
@@ -75,8 +80,14 @@ def eager_ops_per_layer(spec: ModelSpec, precision: Precision) -> float:
 
 
 def eager_dispatch_s(
-    spec: ModelSpec, precision: Precision, accelerator_id: str, layers: float
+    spec: ModelSpec,
+    precision: Precision,
+    accelerator_id: str,
+    layers: float,
+    calls_per_op: float = 1.0,
 ) -> float:
     """Host seconds to dispatch one eager pass over `layers` layers (one pipeline stage's) on
-    the host of `accelerator_id`."""
-    return layers * eager_ops_per_layer(spec, precision) * host_s_per_op(accelerator_id)
+    the host of `accelerator_id`, by an engine whose modules make `calls_per_op` PyTorch calls
+    per counted op (EngineProfile.calls_per_counted_op)."""
+    per_layer = eager_ops_per_layer(spec, precision) * calls_per_op
+    return layers * per_layer * host_s_per_op(accelerator_id)

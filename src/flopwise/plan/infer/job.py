@@ -104,6 +104,11 @@ class InferJob:
     #: ``--num-scheduler-steps``): online, a request arriving while the engine decodes waits
     #: for the next look (``online.poll_wait_s``); 1: every step
     scheduler_poll_steps: int = 1
+    #: whether passes carrying prompt tokens replay (piecewise) CUDA graphs: SGLang
+    #: ``--enable-piecewise-cuda-graph`` / ``--disable-piecewise-cuda-graph``, TensorRT-LLM
+    #: ``torch_compile_config.enable_piecewise_cuda_graph``; None: the engine's default for this
+    #: deployment (plan/infer/prefill_graphs.py). An eager pass pays its ops' host dispatch.
+    prefill_cuda_graphs: bool | None = None
 
     def __post_init__(self) -> None:
         if self.decode_kernel is not None and self.decode_kernel not in DECODE_KERNELS:
@@ -122,6 +127,10 @@ class InferJob:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise FlopwiseError(f"{name} must be a positive integer, got {value!r}")
+        if self.prefill_cuda_graphs not in (None, True, False):
+            raise FlopwiseError(
+                f"prefill_cuda_graphs must be true, false or unset, got {self.prefill_cuda_graphs!r}"
+            )
         if self.batch is not None and (not isinstance(self.batch, int) or self.batch < 1):
             raise FlopwiseError(f"batch must be a positive integer or 'max', got {self.batch!r}")
         if self.num_requests is not None and (
@@ -240,6 +249,7 @@ class InferJob:
             "output_spread": self.output_spread,
             "cuda_graph_batch_sizes": list(self.cuda_graph_batch_sizes),
             "scheduler_poll_steps": self.scheduler_poll_steps,
+            "prefill_cuda_graphs": self.prefill_cuda_graphs,
         }
 
 

@@ -12,6 +12,7 @@ from flopwise.plan.infer.comm import node_gpus
 from flopwise.plan.infer.context import Context
 from flopwise.plan.infer.dispatch import eager_dispatch_s
 from flopwise.plan.infer.latency import Breakdown, Pass, engine_overhead, stage_pass_time
+from flopwise.plan.infer.prefill_graphs import prompt_pass_graphed
 from flopwise.plan.infer.shard import mean_decode_keys, prefill_pairs
 from flopwise.plan.roofline import collective_time_s, tier_for
 
@@ -68,7 +69,11 @@ def pipelined(
     dispatch = 0.0
     if eager and ctx.engine.eager_python_dispatch:
         dispatch = stages * eager_dispatch_s(
-            ctx.spec, ctx.precision, ctx.hw.id, ctx.spec.layers / pp
+            ctx.spec,
+            ctx.precision,
+            ctx.hw.id,
+            ctx.spec.layers / pp,
+            ctx.engine.calls_per_counted_op,
         )
     total = device + engine_overhead(
         ctx.engine, prefill, ctx.hw.id, per_executor, device.total_s, dispatch
@@ -137,7 +142,10 @@ def prefill_phase(ctx: Context, seqs: float) -> Phase:
             all_experts=True,
         )
 
-    return pipelined(ctx, make, seqs, prefill=True, eager=True)
+    # one micro-batch's prompt tokens per pass, at most a prefill chunk
+    pass_tokens = min(seqs / microbatches(ctx.job.pp, seqs) * s, ctx.engine.max_num_tokens)
+    eager = not prompt_pass_graphed(ctx, pass_tokens)
+    return pipelined(ctx, make, seqs, prefill=True, eager=eager)
 
 
 def decode_phase(
@@ -157,9 +165,9 @@ def decode_phase(
     cap = graph_batch_cap(ctx.engine.max_num_seqs, ctx.engine.max_num_tokens)
     micro = seqs / microbatches(ctx.job.pp, seqs)  # the micro-batch pipelined runs
     # a pass with prompt tokens, or a decode-only one above every captured graph, runs eagerly
-    eager = prefill_per_step > 0 or (
-        graphed and beyond_graphs(ctx.job.cuda_graph_batch_sizes, micro / ctx.shard.attn_dp, cap)
-    )
+    eager = (
+        prefill_per_step > 0 and not prompt_pass_graphed(ctx, micro * q_tokens + prefill_per_step)
+    ) or (graphed and beyond_graphs(ctx.job.cuda_graph_batch_sizes, micro / ctx.shard.attn_dp, cap))
     if not ctx.shard.decode_local:  # chunked layers decode over every cached token
         keys_sliding = keys
     s = ctx.job.input_len

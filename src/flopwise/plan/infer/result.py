@@ -7,12 +7,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flopwise.plan.infer.comm import tp_comm_note
-from flopwise.plan.infer.constants import EngineProfile, host_s_per_op, host_s_per_request
+from flopwise.plan.infer.constants import (
+    SGLANG_EAGER_PASS_SOURCE,
+    EngineProfile,
+    host_s_per_op,
+    host_s_per_request,
+)
 from flopwise.plan.infer.context import Context
 from flopwise.plan.infer.dispatch import eager_dispatch_s, eager_ops_per_layer
 from flopwise.plan.infer.job import InferJob, Precision
 from flopwise.plan.infer.memory import MemoryPlan
 from flopwise.plan.infer.phases import Phase
+from flopwise.plan.infer.prefill_graphs import prompt_pass_words
 from flopwise.plan.infer.shard import mean_decode_keys
 from flopwise.plan.infer.uncertainty import interval_fields
 from flopwise.plan.intervals import Interval
@@ -149,14 +155,26 @@ def _eager_words(ctx: Context) -> str:
     the engine runs no pass from Python."""
     if not ctx.engine.eager_python_dispatch:
         return ""
+    engine = ctx.engine
     ops = eager_ops_per_layer(ctx.spec, ctx.precision)
     per_op = host_s_per_op(ctx.hw.id)
-    stage_s = eager_dispatch_s(ctx.spec, ctx.precision, ctx.hw.id, ctx.spec.layers / ctx.job.pp)
+    stage_s = eager_dispatch_s(
+        ctx.spec,
+        ctx.precision,
+        ctx.hw.id,
+        ctx.spec.layers / ctx.job.pp,
+        engine.calls_per_counted_op,
+    )
+    calls = (
+        f" x {engine.calls_per_counted_op:g} calls each ({SGLANG_EAGER_PASS_SOURCE})"
+        if engine.calls_per_counted_op != 1.0
+        else ""
+    )
     return (
-        "; passes with prompt tokens (and decode passes above the captured CUDA-graph batches) "
-        f"run eagerly: {ops:.1f} ops per layer dispatched from "
+        f"; {prompt_pass_words(ctx)}; an eager pass (and a decode pass above the captured "
+        f"CUDA-graph batches) dispatches {ops:.1f} ops per layer{calls} from "
         f"Python at {per_op * 1e6:.1f} us each on this host, {stage_s * 1e3:.1f} ms "
-        "per pass per pipeline stage (a lower bound: plan/infer/dispatch.py)"
+        "per pass per pipeline stage (plan/infer/dispatch.py)"
     )
 
 
@@ -193,6 +211,11 @@ def assumptions_for(ctx: Context) -> list[str]:
     ]
     if ctx.precision.note:
         out.append(ctx.precision.note)
+    if ctx.job.prefill_cuda_graphs is not None and not ctx.engine.eager_python_dispatch:
+        out.append(
+            f"--{'' if ctx.job.prefill_cuda_graphs else 'no-'}prefill-cuda-graphs changes "
+            f"nothing on {ctx.engine.name}: its passes are not priced op by op from Python"
+        )
     if ctx.rates.attn_basis != "engine":
         where = (
             "the fused kernel measured on this device (flopwise bench attention)"

@@ -188,3 +188,27 @@ def test_layouts_with_ep_above_dp_are_posed_folded(unseen: UnseenTrainingValidat
         argv = r.command.split()
         tp, dp, ep = (int(argv[argv.index(f) + 1]) for f in ("--tp", "--dp", "--ep"))
         assert dp % ep and (tp * dp) % ep == 0
+
+
+def test_moe_rows_are_posed_with_their_recipes_dispatch(unseen: UnseenTrainingValidation) -> None:
+    # the 26.04.01 B200 DeepSeek-V3 recipe (perf_recipes at 21d102f5ecba): flex dispatcher on
+    # DeepEP, overlap_moe_expert_parallel_comm on, EP 32 over four 8-GPU nodes
+    by_id = {r.row.id: r for r in unseen.rows}
+    b200 = by_id["mb260401_b200_deepseekv3_mxfp8"].command
+    assert "--ep-dispatcher deepep" in b200 and "--ep-comm-overlap" in b200
+    # a 26.04 recipe with HybridEP and no overlap
+    assert (
+        "--ep-dispatcher deepep --no-ep-comm-overlap"
+        in by_id["mb2604_gb200_deepseekv3_mxfp8"].command
+    )
+    # 25.11's recipes no longer hold that table's GB300 layout: posed on the defaults
+    assert "--ep-dispatcher" not in by_id["mb2511_gb300_deepseekv3_fp8mx"].command
+    rows = {r["id"]: r for r in load_unseen_training_runs()}
+    for rid in ("mb260401_b200_deepseekv3_mxfp8", "mb2604_gb200_deepseekv3_mxfp8"):
+        assert "recipe sets it" in rows[rid]["notes"]
+    # every value is one the planner takes, and only MoE rows with EP carry one
+    for r in rows.values():
+        assert r["ep_dispatcher"] in ("", "alltoall", "deepep")
+        assert r["ep_comm_overlap"] in ("", "yes", "no")
+        if r["ep_dispatcher"]:
+            assert int(r["ep"] or 0) > 1 and not isinstance(pose_argv(r), str)

@@ -127,6 +127,14 @@ def pose_argv(r: Row) -> list[str] | str:
     ep = _cell(r, "ep")
     if ep and ep > 1:
         argv += ["--ep", str(ep)]
+        # the expert dispatcher and all-to-all overlap the edition's recipe set (Megatron-Core
+        # flex dispatcher with DeepEP or HybridEP: once per remote node; see NOTES.md)
+        dispatcher = (r.get("ep_dispatcher") or "").strip()
+        if dispatcher:
+            argv += ["--ep-dispatcher", dispatcher]
+        overlap = (r.get("ep_comm_overlap") or "").strip()
+        if overlap:
+            argv.append("--ep-comm-overlap" if overlap == "yes" else "--no-ep-comm-overlap")
         if tp > 1 and dp % ep:
             # more expert ranks than data-parallel ranks: the experts are folded across the TP
             # ranks too (Megatron-Core parallel folding, expert TP 1), the only way it runs

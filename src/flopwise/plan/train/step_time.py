@@ -216,8 +216,15 @@ def layer_cost(
             one = collective_time_s("all_to_all", size, ep, tier)
         ep_f = frac_moe * 2.0 * one
         if ctx.job.ep_overlap():
-            # dispatch/combine of one microbatch run under another's compute (DualPipe)
-            ep_f *= OVERLAP_COMPUTE_TAX
+            # dispatch/combine of one microbatch run under another's compute (DualPipe,
+            # Megatron-Core's overlap_moe_expert_parallel_comm: a layer's forward of one
+            # microbatch beside its backward of another). That compute hides at most itself:
+            # the pair's four all-to-alls beyond the pair's compute stay exposed, the hidden
+            # part costs the SMs it takes (OVERLAP_COMPUTE_TAX)
+            pair_comm = 2.0 * ep_f
+            pair_compute = g_fwd + a_fwd + e_fwd + g_bwd + a_bwd + e_bwd
+            exposed = max(0.0, pair_comm - pair_compute)
+            ep_f = (exposed + OVERLAP_COMPUTE_TAX * (pair_comm - exposed)) / 2.0
     res = LayerCost(
         compute_fwd=g_fwd + a_fwd + e_fwd,
         compute_bwd=g_bwd + a_bwd + e_bwd,

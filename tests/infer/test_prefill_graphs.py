@@ -20,6 +20,7 @@ from flopwise.errors import FlopwiseError
 from flopwise.hardware import hardware_from_catalog
 from flopwise.plan.infer import InferJob, plan_inference
 from flopwise.plan.infer.constants import (
+    ENGINES,
     HOST_S_PER_OP_X86,
     SGLANG_CALLS_PER_COUNTED_OP,
     SGLANG_EAGER_PASS_S,
@@ -27,7 +28,11 @@ from flopwise.plan.infer.constants import (
 )
 from flopwise.plan.infer.context import make_context
 from flopwise.plan.infer.dispatch import eager_dispatch_s, eager_ops_per_layer
-from flopwise.plan.infer.prefill_graphs import SGLANG_MLA_GRAPH_MAX_TOKENS, prompt_pass_graphed
+from flopwise.plan.infer.prefill_graphs import (
+    PROMPT_PASS_GRAPH_POLICIES,
+    SGLANG_MLA_GRAPH_MAX_TOKENS,
+    prompt_pass_graphed,
+)
 from flopwise.validate.online import _command, load_online_runs
 from flopwise.workload import load_model
 
@@ -61,6 +66,16 @@ def test_sglang_calls_per_op_is_the_measured_pass_over_the_counted_ops() -> None
     assert one_pass == pytest.approx(SGLANG_EAGER_PASS_S, rel=1e-9)
     assert get_engine("sglang").calls_per_counted_op == SGLANG_CALLS_PER_COUNTED_OP
     assert get_engine("tensorrt-llm-pytorch").calls_per_counted_op == 1.0
+
+
+def test_every_engine_names_a_known_policy() -> None:
+    for engine in ENGINES.values():
+        assert engine.prompt_pass_graphs in PROMPT_PASS_GRAPH_POLICIES, engine.name
+    # only engines that dispatch from Python pay for an eager pass
+    assert {e.name for e in ENGINES.values() if e.eager_python_dispatch} == {
+        "sglang",
+        "tensorrt-llm-pytorch",
+    }
 
 
 def test_sglang_default_follows_its_piecewise_graph_rules() -> None:

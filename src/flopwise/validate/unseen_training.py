@@ -157,6 +157,9 @@ class UnseenTrainingRow:
     in_sample: bool
     command: str
     interval: tuple[float, float] | None  # the plan's 80% range of tokens/s per GPU
+    #: the CUDA graphs the run's recipe captured ("none", "te:<scopes>" for Transformer
+    #: Engine's per-module graphs, "full-iteration"); "" where no recipe was matched
+    cuda_graphs: str = ""
 
     @property
     def error_pct(self) -> float:
@@ -185,6 +188,7 @@ class UnseenTrainingRow:
             "tokens_per_s_per_gpu_interval": list(self.interval) if self.interval else None,
             "inside_interval": self.inside_interval,
             "command": self.command,
+            "cuda_graphs": self.cuda_graphs or None,
         }
 
 
@@ -241,6 +245,15 @@ class UnseenTrainingValidation:
             hits += quantile(rest, tail) <= x <= quantile(rest, 1.0 - tail)
         return 100.0 * hits / len(ratios)
 
+    @staticmethod
+    def _moe_by_graphs(rows: Iterable[UnseenTrainingRow]) -> dict[str, list[UnseenTrainingRow]]:
+        groups: dict[str, list[UnseenTrainingRow]] = {}
+        for r in rows:
+            if r.moe and r.cuda_graphs:
+                key = "transformer-engine" if r.cuda_graphs.startswith("te:") else r.cuda_graphs
+                groups.setdefault(key, []).append(r)
+        return groups
+
     def to_dict(self) -> dict[str, Any]:
         oos = self.out_of_sample
         by_acc: dict[str, list[UnseenTrainingRow]] = {}
@@ -259,6 +272,11 @@ class UnseenTrainingValidation:
                 "moe": stats(r for r in oos if r.moe),
             },
             "by_accelerator": {a: stats(rs) for a, rs in sorted(by_acc.items())},
+            # the MoE rows by the CUDA graphs their recipe captured: the host work the plan
+            # has no term for shrinks from none to full-iteration (docs/training-planner.md)
+            "moe_by_cuda_graphs": {
+                g: stats(rs) for g, rs in sorted(self._moe_by_graphs(oos).items())
+            },
             "in_sample": stats(r for r in self.rows if r.in_sample),
             "moe_interval": {
                 "regime": self.moe_regime(),
@@ -371,6 +389,7 @@ def validate_unseen_training() -> UnseenTrainingValidation:
                 in_sample=r["in_sample"].strip().lower() == "yes",
                 command=" ".join(("flopwise", "plan", "train", r["model"], *argv)),
                 interval=None if iv is None else (float(iv[0]) / gpus, float(iv[1]) / gpus),
+                cuda_graphs=(r.get("cuda_graphs") or "").strip(),
             )
         )
     fits = fraction_fits(runs, rows)

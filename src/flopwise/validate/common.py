@@ -1,10 +1,22 @@
-"""The shape of a validation report, shared by the training and inference validators."""
+"""The shape of a validation report, shared by the training and inference validators, and the
+yes/no cells of the published-runs CSVs they read."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from flopwise.errors import FlopwiseError
+
+
+def yes_no_cell(row: Mapping[str, str], key: str) -> bool | None:
+    """A yes/no column of a published-runs CSV: True, False, or None when missing or empty
+    (the planner's default)."""
+    value = (row.get(key) or "").strip()
+    if value not in ("", "yes", "no"):
+        raise FlopwiseError(f"{key} must be yes, no or empty, got {value!r}")
+    return None if not value else value == "yes"
 
 
 @dataclass(frozen=True, slots=True)

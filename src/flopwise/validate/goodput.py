@@ -16,6 +16,7 @@ from importlib import resources
 from typing import Any
 
 from flopwise.errors import FlopwiseError
+from flopwise.validate.common import yes_no_cell
 
 Row = dict[str, str]
 
@@ -139,14 +140,6 @@ def _inputs(row: Row) -> Any:
     )
 
 
-def _yes_no(row: Row, key: str) -> bool | None:
-    """A yes/no column; empty: the framework profile's default."""
-    value = _text(row, key)
-    if value not in ("", "yes", "no"):
-        raise FlopwiseError(f"{key} must be yes, no or empty, got {value!r}")
-    return None if not value else value == "yes"
-
-
 def _plan_doc(row: Row) -> dict[str, Any]:
     """The job planned with its published layout (degrees left empty are searched)."""
     from flopwise.hardware import hardware_from_catalog
@@ -170,8 +163,8 @@ def _plan_doc(row: Row) -> dict[str, Any]:
         gpus_per_node=_int(row, "gpus_per_node"),
         # the precision, overlap and dispatch the source states (left empty: the defaults)
         dtype=_text(row, "dtype") or "bf16",
-        pp_comm_overlap=_yes_no(row, "pp_comm_overlap"),
-        ep_comm_overlap=_yes_no(row, "ep_comm_overlap"),
+        pp_comm_overlap=yes_no_cell(row, "pp_comm_overlap"),
+        ep_comm_overlap=yes_no_cell(row, "ep_comm_overlap"),
         ep_dispatcher=_text(row, "ep_dispatcher") or "alltoall",
     )
     cons = LayoutConstraints(

@@ -22,7 +22,7 @@ from typing import Any
 
 from flopwise.errors import FlopwiseError
 from flopwise.plan.infer.uncertainty import online_regime_name
-from flopwise.validate.common import ValidationRow
+from flopwise.validate.common import ValidationRow, yes_no_cell
 from flopwise.validate.intervals_fit import HI_Q, LO_Q, MIN_RESIDUALS
 from flopwise.validate.scoring import new_family_bounds, summarize
 
@@ -187,16 +187,6 @@ def _opt_int(text: str) -> int | None:
     return int(text) if text.strip() else None
 
 
-def _opt_yes_no(text: str) -> bool | None:
-    """A yes/no cell: True, False, or None when empty."""
-    text = text.strip().lower()
-    if not text:
-        return None
-    if text not in ("yes", "no"):
-        raise ValueError(f"expected yes, no or empty, got {text!r}")
-    return text == "yes"
-
-
 def _opt_float(text: str) -> float | None:
     return float(text) if text.strip() else None
 
@@ -234,7 +224,7 @@ def _command(r: Row) -> str:
     ):
         if r[key].strip():
             parts += [flag, r[key]]
-    graphs = _opt_yes_no(r["prefill_cuda_graphs"])
+    graphs = yes_no_cell(r, "prefill_cuda_graphs")
     if graphs is not None:
         parts.append("--prefill-cuda-graphs" if graphs else "--no-prefill-cuda-graphs")
     return " ".join(parts)
@@ -259,7 +249,7 @@ def _plan(r: Row, model: Any) -> dict[str, Any]:
         memory_fraction=_opt_float(r["memory_fraction"]),
         engine_max_tokens=_opt_int(r["engine_max_tokens"]),
         scheduler_poll_steps=_opt_int(r["scheduler_poll_steps"]) or 1,
-        prefill_cuda_graphs=_opt_yes_no(r["prefill_cuda_graphs"]),
+        prefill_cuda_graphs=yes_no_cell(r, "prefill_cuda_graphs"),
     )
     plan = plan_inference(model, hardware_from_catalog(r["accelerator"]), job)
     return plan.to_dict()

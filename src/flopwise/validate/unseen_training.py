@@ -34,7 +34,7 @@ from flopwise.plan.sustained import (
     fraction_group,
 )
 from flopwise.plan.train.interval import INTERVAL_LEVEL
-from flopwise.validate.common import SkippedRow, ValidationRow
+from flopwise.validate.common import SkippedRow, ValidationRow, yes_no_cell
 from flopwise.validate.scoring import quantile, summarize
 
 Row = dict[str, str]
@@ -132,9 +132,9 @@ def pose_argv(r: Row) -> list[str] | str:
         dispatcher = (r.get("ep_dispatcher") or "").strip()
         if dispatcher:
             argv += ["--ep-dispatcher", dispatcher]
-        overlap = (r.get("ep_comm_overlap") or "").strip()
-        if overlap:
-            argv.append("--ep-comm-overlap" if overlap == "yes" else "--no-ep-comm-overlap")
+        overlap = yes_no_cell(r, "ep_comm_overlap")
+        if overlap is not None:
+            argv.append("--ep-comm-overlap" if overlap else "--no-ep-comm-overlap")
         if tp > 1 and dp % ep:
             # more expert ranks than data-parallel ranks: the experts are folded across the TP
             # ranks too (Megatron-Core parallel folding, expert TP 1), the only way it runs

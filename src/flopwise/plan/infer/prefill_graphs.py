@@ -47,15 +47,24 @@ def prompt_pass_graphed(ctx: Context, tokens: float) -> bool:
     return False
 
 
+def _sglang_off(ctx: Context) -> str | None:
+    """Why SGLang's piecewise-graph default (v0.5.10 on; see the module docstring) keeps this
+    deployment's prompt passes eager at any size, in words; None where it graphs them."""
+    if _vendor(ctx.hw) != "nvidia":
+        return "SGLang keeps piecewise graphs off on ROCm"
+    if ctx.job.attention_dp:
+        return "SGLang: no piecewise graphs with DP attention"
+    if ctx.spec.is_mla and supports_block_scaled(ctx.hw):
+        return "SGLang: MLA prefill in trtllm_mla on Blackwell, no piecewise graphs"
+    return None
+
+
 def _sglang_default(ctx: Context, tokens: float) -> bool:
-    """SGLang's piecewise-graph default (v0.5.10 on; see the module docstring)."""
-    if _vendor(ctx.hw) != "nvidia" or ctx.job.attention_dp:
+    """SGLang's piecewise-graph default: off where _sglang_off says, else every pass up to the
+    chunked-prefill size, or up to SGLANG_MLA_GRAPH_MAX_TOKENS for an MLA model."""
+    if _sglang_off(ctx) is not None:
         return False
-    if ctx.spec.is_mla:
-        if supports_block_scaled(ctx.hw):  # Blackwell: MLA prefill in trtllm_mla
-            return False
-        return tokens <= SGLANG_MLA_GRAPH_MAX_TOKENS
-    return True
+    return tokens <= SGLANG_MLA_GRAPH_MAX_TOKENS if ctx.spec.is_mla else True
 
 
 def prompt_pass_words(ctx: Context) -> str:
@@ -67,17 +76,9 @@ def prompt_pass_words(ctx: Context) -> str:
         return "passes with prompt tokens run eagerly (as asked)"
     if ctx.engine.prompt_pass_graphs != "sglang":
         return "passes with prompt tokens run eagerly (the engine's default)"
-    if _vendor(ctx.hw) != "nvidia":
-        return "passes with prompt tokens run eagerly (SGLang keeps piecewise graphs off on ROCm)"
-    if ctx.job.attention_dp:
-        return (
-            "passes with prompt tokens run eagerly (SGLang: no piecewise graphs with DP attention)"
-        )
-    if ctx.spec.is_mla and supports_block_scaled(ctx.hw):
-        return (
-            "passes with prompt tokens run eagerly (SGLang: MLA prefill in trtllm_mla on "
-            "Blackwell, no piecewise graphs)"
-        )
+    off = _sglang_off(ctx)
+    if off is not None:
+        return f"passes with prompt tokens run eagerly ({off})"
     if ctx.spec.is_mla:
         return (
             "passes with prompt tokens replay piecewise CUDA graphs up to "

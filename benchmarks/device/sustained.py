@@ -2,8 +2,8 @@
 
 Runs each workload back to back for SECONDS and reports its rate per window, with the SM clock
 and board power read from nvidia-smi at the end of each window: a large bf16 GEMM
-(8192 x 8192 x 8192), the same GEMM in FP8 where the GPU has FP8 tensor cores, cuDNN fused causal attention forward+backward and FlashAttention-2
-forward+backward at 32K tokens (head_dim 128, 32 heads). A training step runs for hours at its
+(8192 x 8192 x 8192), the same GEMM in FP8 where the GPU has FP8 tensor cores, cuDNN fused
+causal attention forward+backward and FlashAttention-2 forward+backward at 32K tokens (head_dim 128, 32 heads). A training step runs for hours at its
 power cap; a short benchmark may not reach it.
 
 Usage (on a GPU machine): python benchmarks/device/sustained.py [SECONDS]
@@ -63,8 +63,9 @@ def main() -> None:
     c = torch.empty(8192, 8192, device=dev, dtype=torch.bfloat16)
     run("gemm", lambda: torch.mm(a, b, out=c), 2.0 * 8192**3, seconds)
     # the same GEMM in FP8 (per-tensor scales, bf16 out; Hopper and newer): whether FP8 GEMMs
-    # keep the bf16 GEMM's share of their burst rate at the power cap is what NeMo's FP8 rows,
-    # 8-16% faster than planned on H100, ask (docs/measured-h100.md, "Still to measure")
+    # keep the bf16 GEMM's share of their burst rate at the power cap is what NeMo's FP8 rows
+    # on GH100 ask: 5.6% faster than planned on average, Megatron-Bridge's H100 FP8 dense rows
+    # 10-20% (docs/measured-h100.md, "Still to measure")
     if torch.cuda.get_device_capability(dev) >= (8, 9):
         a8 = a.to(torch.float8_e4m3fn)
         b8 = b.t().contiguous().to(torch.float8_e4m3fn).t()

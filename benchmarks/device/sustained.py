@@ -3,8 +3,9 @@
 Runs each workload back to back for SECONDS and reports its rate per window, with the SM clock
 and board power read from nvidia-smi at the end of each window: a large bf16 GEMM
 (8192 x 8192 x 8192), the same GEMM in FP8 where the GPU has FP8 tensor cores, cuDNN fused
-causal attention forward+backward and FlashAttention-2 forward+backward at 32K tokens (head_dim 128, 32 heads). A training step runs for hours at its
-power cap; a short benchmark may not reach it.
+causal attention forward+backward and FlashAttention-2 forward+backward at 32K tokens (head_dim
+128, 32 heads). A training step runs for hours at its power cap; a short benchmark may not
+reach it.
 
 Usage (on a GPU machine): python benchmarks/device/sustained.py [SECONDS]
 """

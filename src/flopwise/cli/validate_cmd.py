@@ -14,6 +14,7 @@ SECTIONS: tuple[str, ...] = (
     "inference",
     "online",
     "matmul",
+    "attention",
     "goodput",
 )
 
@@ -76,6 +77,11 @@ def run_validate(args: argparse.Namespace) -> int:
 
         with section_status("GEMM rates", spin):
             doc["matmul"] = validate_matmul().to_dict()
+    if args.only in (None, "attention"):
+        from flopwise.validate.attention import validate_attention
+
+        with section_status("attention kernels", spin):
+            doc["attention"] = validate_attention().to_dict()
     if args.only in (None, "goodput"):
         from flopwise.validate.goodput import validate_goodput
 

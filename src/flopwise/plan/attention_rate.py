@@ -12,9 +12,12 @@ Where the rate comes from, first match wins:
    at the head dimension it was measured at;
 2. ``die``: the GH100 die's curve measured per kernel ("flash", "flash2") on an H100
    (efficiency.GH100_ATTENTION), at head dimension 128;
-3. ``fa2-on-hopper``: FlashAttention-2 named on a Hopper-or-newer GPU, the FlashAttention-3
+3. ``published``: the best fused kernel ("flash": cuDNN) on a Blackwell die, NVIDIA's own
+   cuDNN benchmark on a GB200 or GB300 fitted to the same curve (efficiency.BLACKWELL_ATTENTION),
+   at head dimension 128;
+4. ``fa2-on-hopper``: FlashAttention-2 named on a Hopper-or-newer GPU, the FlashAttention-3
    paper's figures for it (efficiency.FA2_ON_HOPPER_*_FRACTION);
-4. ``papers``: the FlashAttention papers' fractions of peak (efficiency.ATTENTION_*_FRACTION).
+5. ``papers``: the FlashAttention papers' fractions of peak (efficiency.ATTENTION_*_FRACTION).
 
 Every fraction is of the device's dense 16-bit peak and is then scaled to the model's head
 dimension (plan/attention_head_dim.py). The caller multiplies by the die's sustained fraction.
@@ -42,14 +45,17 @@ from flopwise.plan.efficiency import (
     FA2_ON_HOPPER_FWD_FRACTION,
     GH100_PREFIXES,
     HOPPER_OR_NEWER_PREFIXES,
+    blackwell_attention_fraction,
+    blackwell_die,
     gh100_attention_fraction,
     rate_at_length,
 )
 from flopwise.workload.flops import causal_attention_split
 from flopwise.workload.spec import ModelSpec
 
-#: Bases of a rate that rest on a kernel timed on this device or its die.
-MEASURED_BASES: tuple[str, ...] = ("measured", "die")
+#: Bases of a rate that rest on a kernel timed on this device or its die (by this project or,
+#: "published", by the die's vendor).
+MEASURED_BASES: tuple[str, ...] = ("measured", "die", "published")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +63,7 @@ class AttentionRate:
     """A fused attention kernel's achieved fraction of the dense 16-bit peak, and its basis."""
 
     fraction: float
-    basis: str  # "measured" | "die" | "fa2-on-hopper" | "papers"
+    basis: str  # "measured" | "die" | "published" | "fa2-on-hopper" | "papers"
 
     @property
     def measured(self) -> bool:
@@ -93,6 +99,9 @@ def fused_attention_rate(
     elif hw.id.startswith(GH100_PREFIXES):
         fraction = gh100_attention_fraction(kernel, direction, seq_len)
         basis = "die"
+    elif kernel == "flash" and (die := blackwell_die(hw.id)):
+        fraction = blackwell_attention_fraction(die, direction, seq_len)
+        basis = "published"
     elif kernel == "flash2" and hw.id.startswith(HOPPER_OR_NEWER_PREFIXES):
         fraction = FA2_ON_HOPPER_FWD_FRACTION if direction == "fwd" else FA2_ON_HOPPER_BWD_FRACTION
         basis = "fa2-on-hopper"

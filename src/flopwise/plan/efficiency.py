@@ -7,6 +7,9 @@ every one is overridden by a measurement when the results store has one.
 
 from __future__ import annotations
 
+import itertools
+import math
+
 #: Achievable fraction of dense peak for large GEMMs when no MAMF (published or measured) is
 #: known. Published bf16 MAMF/peak (stas00/ml-engineering compute/accelerator/README.md):
 #: A100 86.9%, H100 80.3%, B200 77.6%, MI300X 51.4%; NVIDIA median ~0.80.
@@ -139,6 +142,100 @@ def gh100_attention_fraction(kernel: str, direction: str, seq_len: float) -> flo
     """Measured fraction of dense bf16 peak of a fused causal attention kernel on GH100."""
     e_inf, s_half = GH100_ATTENTION[(kernel, direction)]
     return rate_at_length(e_inf, s_half, seq_len)
+
+
+#: Fused causal attention on the Blackwell dies, PUBLISHED by NVIDIA: cuDNN's SDPA (the fused
+#: attention Transformer Engine, PyTorch's SDPA and the serving engines run there: the "flash"
+#: kernel), as the achieved fraction of the measuring part's dense bf16 peak (GB200 and GB300:
+#: 2,500 TFLOPS) at each sequence length timed. Data: NVIDIA/cudnn-frontend
+#: benchmark/sdpa_benchmark_training/results/llama3.1/{gb200,gb300}/llama3.1_20260424_*.csv
+#: (cuDNN 9.22, "NVIDIA GB200" / "NVIDIA GB300"; Llama 3.1 shape: 64 query and 8 KV heads, head
+#: dim 128, batch 2; causal ("top_left"), bf16, non-deterministic backward; median of 10
+#: iterations; FLOPs counted causal and the backward as 2.5x the forward, as the planner counts
+#: them). The rate is interpolated in log(s) between the points and held at the last one above
+#: 32K: the timed rates stop rising there (GB200's fall from 16K to 32K, and NVIDIA's B200 table
+#: of the same shape falls from 32K to 128K, sdpa_benchmark_bf16_training at f937055), where
+#: kernels long enough to meet the power cap run slower. Below 2K it falls as a kernel with a
+#: fixed cost per query block does, s / (s + s_half) (BLACKWELL_ATTENTION_S_HALF, the least
+#: |log error| fit of that form to the points). Checked out of sample on the same files' other
+#: models (scripts/check_blackwell_attention.py, tests/foundation/test_blackwell_attention.py):
+#: GPT-OSS's 128-token sliding window at head dim 64 and DeepSeek-V3's 192/128 MLA heads.
+#: Blackwell Ultra (B300, GB300) doubles the exponential units, hence its higher rates.
+#: FlashAttention-2 named on these parts keeps FA2_ON_HOPPER_*.
+BLACKWELL_ATTENTION: dict[tuple[str, str], tuple[tuple[float, float], ...]] = {
+    # (die, direction): ((tokens, fraction of dense bf16 peak), ...)
+    ("gb100", "fwd"): (
+        (2048, 1097 / 2500),
+        (4096, 1408 / 2500),
+        (8192, 1574 / 2500),
+        (16384, 1708 / 2500),
+        (32768, 1622 / 2500),
+    ),
+    ("gb100", "bwd"): (
+        (2048, 885 / 2500),
+        (4096, 1148 / 2500),
+        (8192, 1332 / 2500),
+        (16384, 1328 / 2500),
+        (32768, 1226 / 2500),
+    ),
+    ("gb110", "fwd"): (
+        (2048, 1373 / 2500),
+        (4096, 1703 / 2500),
+        (8192, 1856 / 2500),
+        (16384, 1915 / 2500),
+        (32768, 1953 / 2500),
+    ),
+    ("gb110", "bwd"): (
+        (2048, 967 / 2500),
+        (4096, 1248 / 2500),
+        (8192, 1435 / 2500),
+        (16384, 1507 / 2500),
+        (32768, 1490 / 2500),
+    ),
+}
+
+#: s_half (tokens) of the E_inf x s / (s + s_half) fit to each BLACKWELL_ATTENTION row (fit
+#: error fwd/bwd 2.3%/4.8% on GB200, 1.4%/2.1% on GB300): how the rate falls below 2K tokens.
+BLACKWELL_ATTENTION_S_HALF: dict[tuple[str, str], float] = {
+    ("gb100", "fwd"): 1375.0,
+    ("gb100", "bwd"): 1250.0,
+    ("gb110", "fwd"): 975.0,
+    ("gb110", "bwd"): 1425.0,
+}
+
+#: Blackwell die of each accelerator-id prefix (longest prefix wins): B200 and GB200 are the
+#: Blackwell die, B300 and GB300 Blackwell Ultra.
+BLACKWELL_DIE_OF_PREFIX: dict[str, str] = {
+    "b200": "gb100",
+    "gb200": "gb100",
+    "b300": "gb110",
+    "gb300": "gb110",
+}
+
+
+def blackwell_die(accelerator_id: str) -> str | None:
+    """The Blackwell die of `accelerator_id` ("gb100", "gb110"), or None for other parts."""
+    from flopwise.catalog.accelerators import longest_id_prefix
+
+    best = longest_id_prefix(accelerator_id, BLACKWELL_DIE_OF_PREFIX)
+    return BLACKWELL_DIE_OF_PREFIX[best] if best else None
+
+
+def blackwell_attention_fraction(die: str, direction: str, seq_len: float) -> float:
+    """Published fraction of dense bf16 peak of cuDNN's fused causal attention on a Blackwell
+    die at `seq_len` keys: BLACKWELL_ATTENTION interpolated in log(s), held above its last
+    point, and below its first falling as s / (s + s_half) (BLACKWELL_ATTENTION_S_HALF)."""
+    points = BLACKWELL_ATTENTION[(die, direction)]
+    s = max(float(seq_len), 1.0)
+    s0, f0 = points[0]
+    if s <= s0:
+        s_half = BLACKWELL_ATTENTION_S_HALF[(die, direction)]
+        return f0 * (s / (s + s_half)) / (s0 / (s0 + s_half))
+    for (s_lo, f_lo), (s_hi, f_hi) in itertools.pairwise(points):
+        if s <= s_hi:
+            t = math.log(s / s_lo) / math.log(s_hi / s_lo)
+            return f_lo + t * (f_hi - f_lo)
+    return points[-1][1]
 
 
 #: Accelerator id prefixes of Hopper-and-newer NVIDIA GPUs, where FA2 kernels fall short.

@@ -181,6 +181,9 @@ def show_validation(doc: dict[str, Any], rows: bool = False) -> None:
         if section == "matmul":
             show_matmul_validation(rep)
             continue
+        if section == "attention":
+            show_attention_validation(rep, rows)
+            continue
         if section == "inference" and "out_of_sample" in rep:
             show_inference_validation(rep, rows)
             continue
@@ -283,6 +286,56 @@ def show_matmul_validation(rep: dict[str, Any]) -> None:
                 "Not modelled (matmul)",
                 ["id", "why"],
                 [(s["id"], s["reason"]) for s in rep["skipped"]],
+            )
+        )
+
+
+def show_attention_validation(rep: dict[str, Any], rows: bool = False) -> None:
+    """Fused-attention rates against published kernel timings, by device, model and window."""
+    out = console()
+    labels = {"fit": "in sample", "check": "out of sample", "generation": "older cuDNN"}
+    table_rows = [
+        (
+            labels.get(g["use"], g["use"]),
+            g["accelerator"],
+            g["model"] + (f" (window {g['window']})" if g["window"] else ""),
+            g["direction"],
+            g["basis"],
+            str(g["n"]),
+            f"{g['mape_pct']:.1f}%",
+            f"{g['bias_pct']:+.1f}%",
+        )
+        for g in rep["groups"]
+    ]
+    lines = [
+        _stat_line("out of sample", rep["out_of_sample"]),
+        _stat_line("in sample (the Blackwell tables' own rows)", rep["in_sample"]),
+        _stat_line("older cuDNN on the same die (not in the headline)", rep["generation"]),
+    ]
+    out.print(
+        table(
+            "Validation: attention kernels (TFLOPS by length, head dim, window)",
+            ["rows", "device", "model", "pass", "rate from", "n", "error", "bias"],
+            table_rows,
+            caption="\n".join(lines),
+            right=(5, 6, 7),
+        )
+    )
+    if rows:
+        out.print(
+            table(
+                "Attention rows",
+                ["id", "published", "predicted", "error"],
+                [
+                    (
+                        r["id"],
+                        f"{r['measured_tflops']:.4g}",
+                        f"{r['predicted_tflops']:.4g}",
+                        f"{r['error_pct']:+.1f}%",
+                    )
+                    for r in rep["rows"]
+                ],
+                right=(1, 2, 3),
             )
         )
 

@@ -118,6 +118,11 @@ def _matmul(rep: Mapping[str, Any]) -> list[SummaryLine | None]:
     return [_line("matmul", "GEMM TFLOPS by shape", rep)]
 
 
+def _attention(rep: Mapping[str, Any]) -> list[SummaryLine | None]:
+    # the Blackwell tables' own rows are in sample; the headline is the other published timings
+    return [_line("attention", "attention kernel TFLOPS", rep.get("out_of_sample", {}))]
+
+
 def _goodput(rep: Mapping[str, Any]) -> list[SummaryLine | None]:
     if not rep.get("n"):
         return []
@@ -138,6 +143,7 @@ _SECTIONS = {
     "inference": _inference,
     "online": _online,
     "matmul": _matmul,
+    "attention": _attention,
     "goodput": _goodput,
 }
 

@@ -140,7 +140,8 @@ class Rates:
     weight_bytes: float  # bytes per weight element
     act_dtype: str = "bf16"  # GEMM input dtype (for the shape model and measured shapes)
     #: where attn_flops_s comes from: "engine" (the engine's fraction of the GEMM ceiling),
-    #: "measured" (bench attention on this device) or "die" (the GH100 die's measured curve)
+    #: "measured" (bench attention on this device), "die" (the GH100 die's measured curve) or
+    #: "published" (a Blackwell die's curve from NVIDIA's cuDNN benchmark)
     attn_basis: str = "engine"
     #: (query head x KV element) multiply-adds per second of a per-head (MMHA) decode kernel;
     #: 0: the engine's decode kernel is grouped, bound by the KV bytes alone
@@ -164,7 +165,7 @@ def make_rates(
     (the engine's fraction holds at 128: plan/attention_head_dim.py).
 
     Prefill attention: where the fused kernel has been timed on this device (``bench
-    attention``) or its die (GH100), the measured rate at the prompt's `prompt_len` keys x the
+    attention``) or its die (GH100 by this project, Blackwell by NVIDIA), the timed rate at the prompt's `prompt_len` keys x the
     share attention keeps under sustained load (plan/sustained.py serving_compute_share; the
     curve is the one a training step prices it with, plan/attention_rate.py); elsewhere
     the engine's fraction of the GEMM ceiling (``prefill_attention_fraction``)."""

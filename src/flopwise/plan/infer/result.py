@@ -217,11 +217,14 @@ def assumptions_for(ctx: Context) -> list[str]:
             f"nothing on {ctx.engine.name}: its passes are not priced op by op from Python"
         )
     if ctx.rates.attn_basis != "engine":
-        where = (
-            "the fused kernel measured on this device (flopwise bench attention)"
-            if ctx.rates.attn_basis == "measured"
-            else "the GH100 die's fused-attention curve, measured on an H100 (plan/efficiency.py "
-            "GH100_ATTENTION),"
+        where = {
+            "measured": "the fused kernel measured on this device (flopwise bench attention)",
+            "published": "the Blackwell die's cuDNN fused-attention curve, published by NVIDIA "
+            "(cudnn-frontend benchmark results; plan/efficiency.py BLACKWELL_ATTENTION),",
+        }.get(
+            ctx.rates.attn_basis,
+            "the GH100 die's fused-attention curve, measured on an H100 (plan/efficiency.py "
+            "GH100_ATTENTION),",
         )
         out.append(
             f"prefill attention at {ctx.rates.attn_flops_s / TERA:,.0f} TFLOPS per GPU: {where} "

@@ -13,8 +13,8 @@ Where the rate comes from, first match wins:
 2. ``die``: the GH100 die's curve measured per kernel ("flash", "flash2") on an H100
    (efficiency.GH100_ATTENTION), at head dimension 128;
 3. ``published``: the best fused kernel ("flash": cuDNN) on a Blackwell die, NVIDIA's own
-   cuDNN benchmark on a GB200 or GB300 fitted to the same curve (efficiency.BLACKWELL_ATTENTION),
-   at head dimension 128;
+   cuDNN timings on a GB200 or GB300 by sequence length (efficiency.BLACKWELL_ATTENTION), at
+   head dimension 128;
 4. ``fa2-on-hopper``: FlashAttention-2 named on a Hopper-or-newer GPU, the FlashAttention-3
    paper's figures for it (efficiency.FA2_ON_HOPPER_*_FRACTION);
 5. ``papers``: the FlashAttention papers' fractions of peak (efficiency.ATTENTION_*_FRACTION).

@@ -158,8 +158,8 @@ def gh100_attention_fraction(kernel: str, direction: str, seq_len: float) -> flo
 #: kernels long enough to meet the power cap run slower. Below 2K it falls as a kernel with a
 #: fixed cost per query block does, s / (s + s_half) (BLACKWELL_ATTENTION_S_HALF, the least
 #: |log error| fit of that form to the points). Checked out of sample on the same files' other
-#: models (scripts/check_blackwell_attention.py, tests/foundation/test_blackwell_attention.py):
-#: GPT-OSS's 128-token sliding window at head dim 64 and DeepSeek-V3's 192/128 MLA heads.
+#: models (`flopwise validate --only attention`, validate/attention.py): GPT-OSS's 128-token
+#: sliding window at head dim 64 and DeepSeek-V3's 192/128 MLA heads.
 #: Blackwell Ultra (B300, GB300) doubles the exponential units, hence its higher rates.
 #: FlashAttention-2 named on these parts keeps FA2_ON_HOPPER_*.
 BLACKWELL_ATTENTION: dict[tuple[str, str], tuple[tuple[float, float], ...]] = {

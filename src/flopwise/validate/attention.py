@@ -28,6 +28,7 @@ from typing import Any
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import hardware_from_catalog
 from flopwise.plan.attention_rate import fused_attention_rate, local_kernel_length
+from flopwise.validate.scoring import error_pct, summarize
 
 TERA = 1e12
 USES: tuple[str, ...] = ("fit", "check", "generation")
@@ -52,7 +53,7 @@ class AttentionRow:
 
     @property
     def error_pct(self) -> float:
-        return 100.0 * (self.predicted_tflops - self.measured_tflops) / self.measured_tflops
+        return error_pct(self.measured_tflops, self.predicted_tflops)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -75,14 +76,7 @@ class AttentionRow:
 
 
 def _stats(errors: list[float]) -> dict[str, Any]:
-    if not errors:
-        return {"n": 0, "mape_pct": None, "max_abs_error_pct": None, "bias_pct": None}
-    return {
-        "n": len(errors),
-        "mape_pct": sum(abs(e) for e in errors) / len(errors),
-        "max_abs_error_pct": max(abs(e) for e in errors),
-        "bias_pct": sum(errors) / len(errors),
-    }
+    return summarize(errors).to_dict()
 
 
 @dataclass(frozen=True, slots=True)

@@ -165,8 +165,8 @@ def make_rates(
     (the engine's fraction holds at 128: plan/attention_head_dim.py).
 
     Prefill attention: where the fused kernel has been timed on this device (``bench
-    attention``) or its die (GH100 by this project, Blackwell by NVIDIA), the timed rate at the prompt's `prompt_len` keys x the
-    share attention keeps under sustained load (plan/sustained.py serving_compute_share; the
+    attention``) or its die (GH100 by this project, Blackwell by NVIDIA), the timed rate at the
+    prompt's `prompt_len` keys x the share attention keeps under sustained load (plan/sustained.py serving_compute_share; the
     curve is the one a training step prices it with, plan/attention_rate.py); elsewhere
     the engine's fraction of the GEMM ceiling (``prefill_attention_fraction``)."""
     # GEMMs run at the share of their ceiling the die sustains under load: its measured

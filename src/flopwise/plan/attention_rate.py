@@ -12,11 +12,11 @@ Where the rate comes from, first match wins:
    at the head dimension it was measured at;
 2. ``die``: the GH100 die's curve measured per kernel ("flash", "flash2") on an H100
    (efficiency.GH100_ATTENTION), at head dimension 128;
-3. ``published``: the best fused kernel ("flash": cuDNN) on a Blackwell die, NVIDIA's own
-   cuDNN timings on a GB200 or GB300 by sequence length (efficiency.BLACKWELL_ATTENTION), at
-   head dimension 128;
-4. ``fa2-on-hopper``: FlashAttention-2 named on a Hopper-or-newer GPU, the FlashAttention-3
-   paper's figures for it (efficiency.FA2_ON_HOPPER_*_FRACTION);
+3. ``published``: a Blackwell die's kernel timed by NVIDIA by sequence length: cuDNN ("flash")
+   on a GB200 or GB300 (efficiency.BLACKWELL_ATTENTION), FlashAttention-2 ("flash2") on a B200
+   (efficiency.BLACKWELL_FA2_ATTENTION), at head dimension 128;
+4. ``fa2-on-hopper``: FlashAttention-2 named on any other Hopper-or-newer GPU, the
+   FlashAttention-3 paper's figures for it (efficiency.FA2_ON_HOPPER_*_FRACTION);
 5. ``papers``: the FlashAttention papers' fractions of peak (efficiency.ATTENTION_*_FRACTION).
 
 Every fraction is of the device's dense 16-bit peak and is then scaled to the model's head
@@ -46,6 +46,7 @@ from flopwise.plan.efficiency import (
     GH100_PREFIXES,
     HOPPER_OR_NEWER_PREFIXES,
     blackwell_attention_fraction,
+    blackwell_attention_timed,
     blackwell_die,
     gh100_attention_fraction,
     rate_at_length,
@@ -99,8 +100,8 @@ def fused_attention_rate(
     elif hw.id.startswith(GH100_PREFIXES):
         fraction = gh100_attention_fraction(kernel, direction, seq_len)
         basis = "die"
-    elif kernel == "flash" and (die := blackwell_die(hw.id)):
-        fraction = blackwell_attention_fraction(die, direction, seq_len)
+    elif (die := blackwell_die(hw.id)) and blackwell_attention_timed(kernel, die):
+        fraction = blackwell_attention_fraction(die, direction, seq_len, kernel)
         basis = "published"
     elif kernel == "flash2" and hw.id.startswith(HOPPER_OR_NEWER_PREFIXES):
         fraction = FA2_ON_HOPPER_FWD_FRACTION if direction == "fwd" else FA2_ON_HOPPER_BWD_FRACTION

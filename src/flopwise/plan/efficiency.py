@@ -161,7 +161,8 @@ def gh100_attention_fraction(kernel: str, direction: str, seq_len: float) -> flo
 #: models (`flopwise validate --only attention`, validate/attention.py): GPT-OSS's 128-token
 #: sliding window at head dim 64 and DeepSeek-V3's 192/128 MLA heads.
 #: Blackwell Ultra (B300, GB300) doubles the exponential units, hence its higher rates.
-#: FlashAttention-2 named on these parts keeps FA2_ON_HOPPER_*.
+#: FlashAttention-2 named on these parts: BLACKWELL_FA2_ATTENTION (B200, GB200), else
+#: FA2_ON_HOPPER_*.
 BLACKWELL_ATTENTION: dict[tuple[str, str], tuple[tuple[float, float], ...]] = {
     # (die, direction): ((tokens, fraction of dense bf16 peak), ...)
     ("gb100", "fwd"): (
@@ -194,13 +195,42 @@ BLACKWELL_ATTENTION: dict[tuple[str, str], tuple[tuple[float, float], ...]] = {
     ),
 }
 
-#: s_half (tokens) of the E_inf x s / (s + s_half) fit to each BLACKWELL_ATTENTION row (fit
-#: error fwd/bwd 2.3%/4.8% on GB200, 1.4%/2.1% on GB300): how the rate falls below 2K tokens.
-BLACKWELL_ATTENTION_S_HALF: dict[tuple[str, str], float] = {
-    ("gb100", "fwd"): 1375.0,
-    ("gb100", "bwd"): 1250.0,
-    ("gb110", "fwd"): 975.0,
-    ("gb110", "bwd"): 1425.0,
+#: FlashAttention-2 on the Blackwell die ("flash2": PyTorch's SDPA flash backend, what the
+#: torchtitan and llm-foundry profiles name), PUBLISHED by NVIDIA on a B200: the
+#: `pyt_flash_attention` rows of NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_bf16_training/
+#: artifacts/sdpa_benchmark_results_NVIDIA_B200.csv at f937055 (June 2025, NGC PyTorch 25.05,
+#: "free clock"; Llama 3.1 405B shape: 128 query and 8 KV heads, head dim 128, batch 1; causal,
+#: bf16), fraction of B200's 2,250 TFLOPS dense bf16 peak, read as BLACKWELL_ATTENTION is.
+#: FlashAttention-2 cannot use Blackwell's tensor-core instructions: 0.18 / 0.15 of peak at
+#: 32K, half of what FA2_ON_HOPPER_* (0.35 / 0.30, an H100 figure) stood in for. Blackwell
+#: Ultra has no published FA2 timing and keeps FA2_ON_HOPPER_*.
+BLACKWELL_FA2_ATTENTION: dict[tuple[str, str], tuple[tuple[float, float], ...]] = {
+    ("gb100", "fwd"): (
+        (2048, 250.977 / 2250),
+        (4096, 327.554 / 2250),
+        (8192, 376.059 / 2250),
+        (16384, 396.971 / 2250),
+        (32768, 406.373 / 2250),
+    ),
+    ("gb100", "bwd"): (
+        (2048, 194.686 / 2250),
+        (4096, 266.388 / 2250),
+        (8192, 309.174 / 2250),
+        (16384, 331.025 / 2250),
+        (32768, 342.027 / 2250),
+    ),
+}
+
+#: s_half (tokens) of the E_inf x s / (s + s_half) fit to each row above (fit error fwd/bwd
+#: 2.3%/4.8% on GB200, 1.4%/2.1% on GB300; FlashAttention-2 on B200 1.5%/1.8%): how the rate
+#: falls below 2K tokens.
+BLACKWELL_ATTENTION_S_HALF: dict[tuple[str, str, str], float] = {
+    ("flash", "gb100", "fwd"): 1375.0,
+    ("flash", "gb100", "bwd"): 1250.0,
+    ("flash", "gb110", "fwd"): 975.0,
+    ("flash", "gb110", "bwd"): 1425.0,
+    ("flash2", "gb100", "fwd"): 1450.0,
+    ("flash2", "gb100", "bwd"): 1775.0,
 }
 
 #: Blackwell die of each accelerator-id prefix (longest prefix wins): B200 and GB200 are the
@@ -221,15 +251,25 @@ def blackwell_die(accelerator_id: str) -> str | None:
     return BLACKWELL_DIE_OF_PREFIX[best] if best else None
 
 
-def blackwell_attention_fraction(die: str, direction: str, seq_len: float) -> float:
-    """Published fraction of dense bf16 peak of cuDNN's fused causal attention on a Blackwell
-    die at `seq_len` keys: BLACKWELL_ATTENTION interpolated in log(s), held above its last
-    point, and below its first falling as s / (s + s_half) (BLACKWELL_ATTENTION_S_HALF)."""
-    points = BLACKWELL_ATTENTION[(die, direction)]
+def blackwell_attention_timed(kernel: str, die: str) -> bool:
+    """Whether NVIDIA published timings of `kernel` ("flash": cuDNN, "flash2") on `die`."""
+    table = BLACKWELL_ATTENTION if kernel == "flash" else BLACKWELL_FA2_ATTENTION
+    return kernel in ("flash", "flash2") and (die, "fwd") in table
+
+
+def blackwell_attention_fraction(
+    die: str, direction: str, seq_len: float, kernel: str = "flash"
+) -> float:
+    """Published fraction of dense bf16 peak of a fused causal attention kernel on a Blackwell
+    die at `seq_len` keys (`kernel` "flash": cuDNN, BLACKWELL_ATTENTION; "flash2":
+    FlashAttention-2, BLACKWELL_FA2_ATTENTION): the timings interpolated in log(s), held above
+    the last, and below the first falling as s / (s + s_half) (BLACKWELL_ATTENTION_S_HALF)."""
+    table = BLACKWELL_ATTENTION if kernel == "flash" else BLACKWELL_FA2_ATTENTION
+    points = table[(die, direction)]
     s = max(float(seq_len), 1.0)
     s0, f0 = points[0]
     if s <= s0:
-        s_half = BLACKWELL_ATTENTION_S_HALF[(die, direction)]
+        s_half = BLACKWELL_ATTENTION_S_HALF[(kernel, die, direction)]
         return f0 * (s / (s + s_half)) / (s0 / (s0 + s_half))
     for (s_lo, f_lo), (s_hi, f_hi) in itertools.pairwise(points):
         if s <= s_hi:

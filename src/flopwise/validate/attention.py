@@ -2,18 +2,20 @@
 kernel timings.
 
 Every row of catalog/data/published/attention_runs.csv (NOTES.md there) is one timed fused
-causal attention call (cuDNN's SDPA, NVIDIA's cudnn-frontend benchmarks): a device, a
+causal attention call (cuDNN's SDPA, or PyTorch's FlashAttention-2 backend; NVIDIA's
+cudnn-frontend benchmarks): a device, a
 sequence length, query-key and value head dimensions, a sliding window or none, and forward or
 backward TFLOPS counted as the planner counts them (causal half of the square, the backward
 2.5x the forward). Each is posed as the planner sees it (plan/attention_rate.py
 ``fused_attention_rate`` on the catalog hardware, at ``local_kernel_length`` of its window), and
 the kernel's rate compared, without the sustained fraction a training step adds on top.
 
-Honesty: the Blackwell curves (plan/efficiency.py BLACKWELL_ATTENTION) are these files'
-Llama 3.1 rows on GB200 and GB300 (``use`` = fit): in sample, reported apart. Out of sample
-(``use`` = check): the same files' other models on those parts (GPT-OSS's sliding window at head
-dim 64, DeepSeek-V3's 192/128 heads), and NVIDIA's H200 timings against the GH100 curve this
-project measured on an H100. ``use`` = generation rows are an older cuDNN on the same die
+Honesty: the Blackwell tables (plan/efficiency.py BLACKWELL_ATTENTION, BLACKWELL_FA2_ATTENTION)
+are these files' Llama 3.1 rows on GB200 and GB300 and B200's FlashAttention-2 rows at 2K-32K
+(``use`` = fit): in sample, reported apart. Out of sample (``use`` = check): the same files'
+other models on those parts (GPT-OSS's sliding window at head dim 64, DeepSeek-V3's 192/128
+heads), FlashAttention-2 on B200 below 2K and above 32K, and NVIDIA's H200 timings against the
+GH100 curve this project measured on an H100. ``use`` = generation rows are an older cuDNN on the same die
 (B200, cuDNN 9.10, 2025): what the current table overstates for that software, kept out of
 the headline because it is a kernel release, not the model, that differs.
 """
@@ -153,9 +155,11 @@ def validate_attention() -> AttentionReport:
         s = int(raw["seq_len"])
         window = int(raw["window"] or 0)
         d_qk, d_vo = int(raw["head_dim_qk"]), int(raw["head_dim_vo"])
+        # cuDNN rows are the device's best fused kernel ("flash"), FlashAttention-2's "flash2"
+        kernel = "flash2" if raw["kernel"].startswith("flash-attention-2") else "flash"
         rate = fused_attention_rate(
             hw,
-            "flash",
+            kernel,
             raw["direction"],
             local_kernel_length(s, window),
             peak16,

@@ -30,9 +30,9 @@ from typing import Any
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import hardware_from_catalog
 from flopwise.plan.attention_rate import fused_attention_rate, local_kernel_length
+from flopwise.units import TERA
 from flopwise.validate.scoring import error_pct, summarize
 
-TERA = 1e12
 USES: tuple[str, ...] = ("fit", "check", "generation")
 
 

@@ -251,10 +251,16 @@ def blackwell_die(accelerator_id: str) -> str | None:
     return BLACKWELL_DIE_OF_PREFIX[best] if best else None
 
 
+#: The Blackwell timing table of each kernel the planners name ("flash": cuDNN).
+BLACKWELL_ATTENTION_BY_KERNEL: dict[str, dict[tuple[str, str], tuple[tuple[float, float], ...]]] = {
+    "flash": BLACKWELL_ATTENTION,
+    "flash2": BLACKWELL_FA2_ATTENTION,
+}
+
+
 def blackwell_attention_timed(kernel: str, die: str) -> bool:
     """Whether NVIDIA published timings of `kernel` ("flash": cuDNN, "flash2") on `die`."""
-    table = BLACKWELL_ATTENTION if kernel == "flash" else BLACKWELL_FA2_ATTENTION
-    return kernel in ("flash", "flash2") and (die, "fwd") in table
+    return (die, "fwd") in BLACKWELL_ATTENTION_BY_KERNEL.get(kernel, {})
 
 
 def blackwell_attention_fraction(
@@ -264,8 +270,7 @@ def blackwell_attention_fraction(
     die at `seq_len` keys (`kernel` "flash": cuDNN, BLACKWELL_ATTENTION; "flash2":
     FlashAttention-2, BLACKWELL_FA2_ATTENTION): the timings interpolated in log(s), held above
     the last, and below the first falling as s / (s + s_half) (BLACKWELL_ATTENTION_S_HALF)."""
-    table = BLACKWELL_ATTENTION if kernel == "flash" else BLACKWELL_FA2_ATTENTION
-    points = table[(die, direction)]
+    points = BLACKWELL_ATTENTION_BY_KERNEL[kernel][(die, direction)]
     s = max(float(seq_len), 1.0)
     s0, f0 = points[0]
     if s <= s0:

@@ -94,31 +94,21 @@ class AttentionReport:
 
     def groups(self) -> list[dict[str, Any]]:
         """Errors per (use, accelerator, model, window, direction), in the file's order."""
-        keys: list[tuple[str, str, str, int, str]] = []
+        by_key: dict[tuple[str, str, str, int, str], list[AttentionRow]] = {}
         for r in self.rows:
-            key = (r.use, r.accelerator, r.model, r.window, r.direction)
-            if key not in keys:
-                keys.append(key)
-        out = []
-        for use, acc, model, window, direction in keys:
-            rows = [
-                r
-                for r in self.rows
-                if (r.use, r.accelerator, r.model, r.window, r.direction)
-                == (use, acc, model, window, direction)
-            ]
-            out.append(
-                {
-                    "use": use,
-                    "accelerator": acc,
-                    "model": model,
-                    "window": window,
-                    "direction": direction,
-                    "basis": rows[0].basis,
-                    **_stats([r.error_pct for r in rows]),
-                }
-            )
-        return out
+            by_key.setdefault((r.use, r.accelerator, r.model, r.window, r.direction), []).append(r)
+        return [
+            {
+                "use": use,
+                "accelerator": acc,
+                "model": model,
+                "window": window,
+                "direction": direction,
+                "basis": rows[0].basis,
+                **_stats([r.error_pct for r in rows]),
+            }
+            for (use, acc, model, window, direction), rows in by_key.items()
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         oos = self.out_of_sample

@@ -1,5 +1,5 @@
-"""`flopwise bench sustained` on the CPU (tiny GEMMs, short runs) and its measured share in a
-serving plan (`--measured`)."""
+"""`flopwise bench sustained` on the CPU (tiny GEMMs, short runs) and its measured share in
+serving and training plans (`--measured`)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,15 @@ from flopwise.plan.infer import InferJob, plan_inference
 from flopwise.plan.infer.constants import get_engine
 from flopwise.plan.infer.latency import make_rates
 from flopwise.plan.roofline import achievable_matmul_tflops
-from flopwise.plan.sustained import POWER_CAPPED_SHARE, serving_compute_share
+from flopwise.plan.sustained import (
+    POWER_CAPPED_SHARE,
+    SUSTAINED_COMPUTE_FRACTION,
+    power_clock_share,
+    serving_compute_share,
+    training_only_share,
+)
+from flopwise.plan.train import LayoutConstraints, TrainJob, plan_training
+from flopwise.plan.train.context import ModelContext
 from flopwise.results.store import ResultStore
 from flopwise.workload.hf import load_model
 
@@ -125,3 +133,61 @@ def test_an_implausible_share_is_not_applied(tmp_path: Path) -> None:
         # nothing usable was measured on either: said so, not a share of 0 or 2.5 applied
         with pytest.raises(FlopwiseError, match="no stored measurements"):
             hardware_for(accelerator, None, "latest", str(db))
+
+
+def test_measured_share_prices_training_steps(tmp_path: Path) -> None:
+    """Measurement feeds the training plan too. An H100's share scales GH100's fitted fraction
+    by its ratio to the die's measured share (the die's own share changes nothing); a B200, whose
+    die has no fitted fraction, takes its share times the training-only share measured on GH100;
+    an A100, fitted but with no sustained-load measurement of its die, keeps its fit and says so."""
+    db = tmp_path / "t.sqlite"
+    for accelerator, share in (("h100-sxm", 0.70), ("b200", 0.84), ("a100-sxm-80gb", 0.95)):
+        _store_share(db, accelerator, share)
+    model = load_model("llama-3.1-8b")
+    job = TrainJob(gpus=8, seq_len=4096, global_batch_seqs=64, dtype="bf16")
+    gh100, die_share = SUSTAINED_COMPUTE_FRACTION["gh100"], POWER_CAPPED_SHARE["gh100"]["gemm"]
+
+    h100 = hardware_for("h100-sxm", None, "latest", str(db))
+    ctx = ModelContext(model, h100, job)
+    assert ctx.compute_fraction == pytest.approx(gh100 * 0.70 / die_share)
+    assert ctx.fraction_note is not None and "0.700" in ctx.fraction_note
+    plain = ModelContext(model, hardware_from_catalog("h100-sxm"), job)
+    assert plain.compute_fraction == pytest.approx(gh100) and plain.fraction_note is None
+    same = hardware_from_catalog("h100-sxm").with_measurements(
+        power_capped_gemm_share=(die_share, "test")
+    )
+    assert ModelContext(model, same, job).compute_fraction == pytest.approx(gh100)
+
+    # a part capped below its die's power: the measurement replaces the clock assumption
+    capped = hardware_from_catalog("h100-hbm2e-96gb")
+    assert power_clock_share(capped) < 1.0
+    measured = capped.with_measurements(power_capped_gemm_share=(0.70, "test"))
+    assert ModelContext(model, measured, job).compute_fraction == pytest.approx(
+        gh100 * 0.70 / die_share
+    )
+
+    b200 = hardware_for("b200", None, "latest", str(db))
+    ctx_b = ModelContext(model, b200, job)
+    assert ctx_b.compute_fraction == pytest.approx(0.84 * training_only_share())
+    assert training_only_share() == pytest.approx(gh100 / die_share)
+
+    a100 = hardware_for("a100-sxm-80gb", None, "latest", str(db))
+    ctx_a = ModelContext(model, a100, job)
+    assert ctx_a.compute_fraction == pytest.approx(SUSTAINED_COMPUTE_FRACTION["ga100"])
+    assert ctx_a.fraction_note is not None and "kept" in ctx_a.fraction_note
+
+    # validation's refit (an explicit fraction) is never moved by a stored measurement
+    refit = TrainJob(gpus=8, seq_len=4096, global_batch_seqs=64, dtype="bf16",
+                     sustained_compute_fraction=0.5)  # fmt: skip
+    assert ModelContext(model, h100, refit).compute_fraction == pytest.approx(0.5)
+
+    # the plan: slower than on the die's share, and it says how the share entered it
+    slow = plan_training(model, h100, job, LayoutConstraints(tp=1, pp=1))
+    base = plan_training(
+        model, hardware_from_catalog("h100-sxm"), job, LayoutConstraints(tp=1, pp=1)
+    )
+    assert slow.step_time_s > base.step_time_s
+    doc = slow.to_dict()
+    assert "0.788" in doc["measured"]["power_capped_gemm_share"]["training"]
+    b_doc = plan_training(model, b200, job, LayoutConstraints(tp=1, pp=1)).to_dict()
+    assert "training-only share" in b_doc["assumed"]["sustained_compute_fraction"]["source"]

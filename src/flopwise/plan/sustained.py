@@ -7,7 +7,9 @@ Part of it is measured: the power cap's share of a die's burst rate under sustai
 the GPU with overlapped collectives). Serving passes (plan/infer/latency.py make_rates) run at
 the measured power-capped share where their die has one, else at this fraction
 (``serving_compute_share``), so both planners share one model of the hardware and serving rows
-never enter a fit: for the inference validation every share is out of sample.
+never enter a fit: for the inference validation every share is out of sample. A device's own
+`bench sustained` share (``--measured``) replaces the die's power-cap assumption in both
+planners (``serving_compute_share``, ``training_compute_fraction``).
 """
 
 from __future__ import annotations
@@ -197,6 +199,62 @@ def sustained_gemm_fraction(hw: Hardware) -> float:
     """Share of its GEMM ceiling `hw` sustains under load: its die's fitted fraction (or the
     default), slowed when the part is capped below its die's power (power_clock_share)."""
     return sustained_compute_fraction(hw.id) * power_clock_share(hw)
+
+
+#: The die whose training fraction and power-capped GEMM share are both known, so that their
+#: ratio (what a training step keeps of its power-capped GEMM rate: launch gaps, GEMMs sharing
+#: the GPU with overlapped collectives) is measured there and stands in on dies without a
+#: fitted fraction (training_compute_fraction).
+TRAINING_ONLY_REFERENCE_DIE = "gh100"
+
+
+def training_only_share(die: str = TRAINING_ONLY_REFERENCE_DIE) -> float:
+    """What a training step keeps of its die's power-capped GEMM rate: the die's fitted fraction
+    over its measured POWER_CAPPED_SHARE (GH100: 0.73 / 0.788 = 0.926)."""
+    return SUSTAINED_COMPUTE_FRACTION[die] / POWER_CAPPED_SHARE[die]["gemm"]
+
+
+def training_compute_fraction(hw: Hardware) -> tuple[float, str | None]:
+    """(share of its GEMM ceiling a training step on `hw` sustains, how a measurement entered it)
+
+    Without a `bench sustained` measurement of this device (``--measured``): the die's fitted
+    fraction (or the default), slowed for a part capped below its die's power
+    (sustained_gemm_fraction); the note is None. With one (`hw.power_capped_gemm_share`, the
+    device's sustained / burst GEMM rate at its own power cap), the measurement replaces what
+    the die's numbers assumed about the power cap:
+    - on a die whose power-capped share is measured too (POWER_CAPPED_SHARE: GH100), the fitted
+      fraction scaled by the device's share over the die's (the power-clock factor dropped: the
+      measurement is at this device's cap);
+    - on a die with no fitted fraction (the default, or one fitted on a single unseen run), the
+      device's share times the training-only share measured on the reference die;
+    - on a die fitted on published runs but with no power-capped share of its own (GA100, the
+      TPUs), the fitted fraction is kept: there is nothing to scale the measurement against.
+    """
+    share = hw.power_capped_gemm_share
+    fitted = sustained_gemm_fraction(hw)
+    if share is None:
+        return fitted, None
+    group = fraction_group(hw.id)
+    reference = POWER_CAPPED_SHARE.get(group)
+    if reference is not None and group in SUSTAINED_COMPUTE_FRACTION:
+        value = SUSTAINED_COMPUTE_FRACTION[group] * share / reference["gemm"]
+        return value, (
+            f"{group}'s fitted {SUSTAINED_COMPUTE_FRACTION[group]:.3f} x this device's measured "
+            f"GEMM share {share:.3f} / the die's {reference['gemm']:.3f} (bench sustained)"
+        )
+    if group in SUSTAINED_COMPUTE_FRACTION:
+        return fitted, (
+            f"{group}'s fitted {fitted:.3f} kept: the measured GEMM share {share:.3f} (bench "
+            f"sustained) has no sustained-load measurement of the {group} die to be scaled "
+            "against; serving plans use it"
+        )
+    rest = training_only_share()
+    ref = TRAINING_ONLY_REFERENCE_DIE
+    return share * rest, (
+        f"this device's measured GEMM share {share:.3f} (bench sustained) x the training-only "
+        f"share {rest:.3f} measured on the {ref} die ({ref}'s fitted fraction over its "
+        "power-capped share: launch gaps and GEMMs beside overlapped collectives)"
+    )
 
 
 def serving_compute_share(hw: Hardware, kind: str) -> tuple[float, str]:

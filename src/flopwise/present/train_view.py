@@ -33,6 +33,13 @@ _TIME_ROWS = (
 )
 
 
+def _measured_text(name: str, v: dict[str, Any]) -> str:
+    """One measured input: its value and source, and how it priced the plan's compute where a
+    note says so (the `bench sustained` share: plan/sustained.py training_compute_fraction)."""
+    text = f"{name} {value_text(v['value'])} ({v['source']})"
+    return text + (f"; in this plan: {v['training']}" if v.get("training") else "")
+
+
 def _optimizer_text(opt: dict[str, Any]) -> str:
     """ ", optimizer muon (99.8% of params, 0.234 s Newton-Schulz per step)"; AdamW says nothing."""
     if opt.get("name") != "muon":
@@ -110,7 +117,7 @@ def show_train_plan(doc: dict[str, Any]) -> None:
             + _optimizer_text(doc.get("optimizer") or {}),
         ),
         *(
-            [("measured", "; ".join(f"{k} {value_text(v['value'])} ({v['source']})" for k, v in m))]
+            [("measured", "; ".join(_measured_text(k, v) for k, v in m))]
             if (m := sorted(doc.get("measured", {}).items()))
             else []
         ),

@@ -141,7 +141,8 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
             float(share),
             f"result {sustained.id} ({sustained.created_at}, {sustained.host}): bench sustained "
             f"{sustained.summary.get('size')}^3 {sustained.summary.get('dtype')} for "
-            f"{sustained.summary.get('seconds')} s, sustained / burst GEMM rate (serving plans)",
+            f"{sustained.summary.get('seconds')} s, sustained / burst GEMM rate (serving and "
+            "training plans)",
         )
     if not found and store.latest("io") is None:  # storage alone: read by goodput
         raise FlopwiseError(

@@ -12,7 +12,7 @@ from flopwise.catalog.systems import get_system
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
 from flopwise.plan.roofline import Tier, memory_bw_bytes_per_s, tier_for
-from flopwise.plan.sustained import power_clock_share, sustained_compute_fraction
+from flopwise.plan.sustained import power_clock_share, training_compute_fraction
 from flopwise.plan.train.muon import muon_recipe
 from flopwise.units import GIB
 from flopwise.workload.flops import (
@@ -61,6 +61,8 @@ class ModelContext:
     capacity_bytes: float | None = field(init=False)
     compute_fraction: float = field(init=False)  # sustained fraction of GEMM/attention rates
     power_factor: float = field(init=False)  # clock share at a reduced power cap
+    # how a `bench sustained` measurement entered compute_fraction (None: none did)
+    fraction_note: str | None = field(init=False)
     # per-layer parameter counts (whole layer, before any split)
     dense_layer_params: float = field(init=False)
     moe_shared_params: float = field(init=False)  # attention + router + shared experts + norms
@@ -114,10 +116,15 @@ class ModelContext:
         self.peak_flops = hw.peak(dtype) * 1e12
         self.capacity_bytes = hw.memory_bytes
         override = job.sustained_compute_fraction
-        base = override if override else sustained_compute_fraction(hw.id)
-        # a part capped below the power its die's numbers were measured at clocks lower
+        # a part capped below the power its die's numbers were measured at clocks lower; a
+        # `bench sustained` share of this device (--measured) replaces that assumption
+        # (plan/sustained.py training_compute_fraction)
         self.power_factor = power_clock_share(hw)
-        self.compute_fraction = base * self.power_factor
+        self.fraction_note = None
+        if override:
+            self.compute_fraction = override * self.power_factor
+        else:
+            self.compute_fraction, self.fraction_note = training_compute_fraction(hw)
         calibration = hw.step_calibration_moe if m.is_moe else hw.step_calibration
         if calibration:
             # bench step on this device: measured / predicted tokens/s scales every rate the

@@ -147,7 +147,13 @@ class TrainPlan:
         own class (dense or MoE), so the other class's calibration is not listed."""
         unused = "step_calibration" if self.model.is_moe else "step_calibration_moe"
         measured = hardware_by_origin(self.hardware, "measured")
-        return {k: v for k, v in measured.items() if k != unused}
+        out = {k: v for k, v in measured.items() if k != unused}
+        note = self.ctx_summary.get("fraction_note")
+        share = out.get("power_capped_gemm_share")
+        if share is not None and note:
+            # how the measured power-cap share priced this plan's GEMMs and attention
+            out["power_capped_gemm_share"] = {**share, "training": note}
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         job, best = self.job, self.best

@@ -17,13 +17,19 @@ def assumed_fallbacks(ctx: ModelContext) -> dict[str, Any]:
     out = hardware_fallbacks(ctx.hw, ctx.gemm_dtype)
     out.update(gpus_per_node_fallback(ctx.hw, ctx.gpus_per_node, ctx.job.gpus_per_node is not None))
     if ctx.job.sustained_compute_fraction is None:
-        out.update(sustained_fraction_fallback(ctx.hw, ctx.compute_fraction))
+        fallback = sustained_fraction_fallback(ctx.hw, ctx.compute_fraction)
+        if fallback and ctx.fraction_note is not None:
+            # a measured share priced it; what still rests on another die is named
+            fallback["sustained_compute_fraction"]["source"] = ctx.fraction_note
+        out.update(fallback)
     return out
 
 
 def context_summary(ctx: ModelContext) -> dict[str, Any]:
     return {
         "assumed": assumed_fallbacks(ctx),
+        "sustained_compute_fraction": ctx.compute_fraction,
+        "fraction_note": ctx.fraction_note,
         "params": ctx.counts.total,
         "active_params": ctx.counts.active,
         "model_flops_per_token": ctx.model_flops_per_token,

@@ -147,8 +147,6 @@ class MatmulKernel:
     def check_dtype(self) -> None:
         """Fail with one line when the device cannot multiply in this dtype."""
         torch, dt, kind = self.torch, self.dtype, self.info.type
-        if dt.name == "fp8" and kind == "cpu":
-            raise FlopwiseError("dtype fp8 needs an accelerator with fp8 matmul (torch._scaled_mm)")
         if dt.name == "tf32" and kind not in ("cuda", "xpu"):
             raise FlopwiseError(f"dtype tf32 is a CUDA/XPU mode; {kind} has none (use fp32)")
         if not hasattr(torch, self.torch_dtype):

@@ -56,8 +56,11 @@ class Hardware:
     busbw_by_op: Mapping[str, float] = field(default_factory=dict)
     step_calibration: float | None = None  # bench step: measured / predicted tokens/s
     step_calibration_moe: float | None = None  # the same from a step of an MoE model
-    #: bench sustained: the share of its burst GEMM rate this device keeps under load
+    #: bench sustained: the share of its burst GEMM rate this device keeps under load (16-bit
+    #: GEMMs, and every GEMM where no FP8 run is stored) ...
     power_capped_gemm_share: float | None = None
+    #: ... and of its per-tensor scaled FP8 GEMMs (bench sustained --dtype fp8)
+    power_capped_gemm_share_fp8: float | None = None
     system_id: str | None = None
     origins: Mapping[str, Origin] = field(default_factory=dict)
     accelerator: Accelerator | None = None
@@ -84,6 +87,13 @@ class Hardware:
                 f"{', '.join(sorted(self.peak_tflops)) or 'none'}"
             )
         return value
+
+    def gemm_share(self, dtype: str | None = None) -> float | None:
+        """The measured power-capped share of this device's `dtype` GEMMs (bench sustained):
+        its FP8 run's for fp8 where one is stored, else the 16-bit one (None: none measured)."""
+        if dtype == "fp8" and self.power_capped_gemm_share_fp8 is not None:
+            return self.power_capped_gemm_share_fp8
+        return self.power_capped_gemm_share
 
     def with_measurements(self, **values: tuple[float, str]) -> Hardware:
         """Override fields with measured values: name=(value, result_id)."""
@@ -184,6 +194,7 @@ class Hardware:
             "step_calibration": self.step_calibration,
             "step_calibration_moe": self.step_calibration_moe,
             "power_capped_gemm_share": self.power_capped_gemm_share,
+            "power_capped_gemm_share_fp8": self.power_capped_gemm_share_fp8,
             "system": self.system_id,
             "matmul_shape_tflops": [list(row) for row in self.matmul_shape_tflops],
             "matmul_grouped_shape_tflops": [list(r) for r in self.matmul_grouped_shape_tflops],

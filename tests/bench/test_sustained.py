@@ -93,8 +93,8 @@ def test_cli_stores_the_run(tmp_path: Path) -> None:
     assert shown.returncode == 0 and "gemm_share" in shown.stdout
 
 
-def _store_share(db: Path, accelerator: str, share: float) -> None:
-    summary = {"dtype": "bf16", "size": 8192, "seconds": 30.0, "burst_tflops": 900.0,
+def _store_share(db: Path, accelerator: str, share: float, dtype: str = "bf16") -> None:
+    summary = {"dtype": dtype, "size": 8192, "seconds": 30.0, "burst_tflops": 900.0,
                "sustained_tflops": 900.0 * share, "gemm_share": share, "status": "complete"}  # fmt: skip
     ResultStore(str(db)).add("sustained", summary, {"windows": []}, accelerator=accelerator)
 
@@ -191,3 +191,65 @@ def test_measured_share_prices_training_steps(tmp_path: Path) -> None:
     assert "0.788" in doc["measured"]["power_capped_gemm_share"]["training"]
     b_doc = plan_training(model, b200, job, LayoutConstraints(tp=1, pp=1)).to_dict()
     assert "training-only share" in b_doc["assumed"]["sustained_compute_fraction"]["source"]
+
+
+def test_an_fp8_run_times_scaled_gemms_on_the_cpu() -> None:
+    """torch._scaled_mm runs on this CPU build: the FP8 path is measured here, not assumed."""
+    run = run_sustained(SustainedConfig(device="cpu", dtype="fp8", size=128, seconds=0.3,
+                                        window_s=0.1))  # fmt: skip
+    assert run.status == "complete" and run.dtype == "fp8"
+    assert run.burst_tflops is not None and run.burst_tflops > 0 and len(run.windows) >= 2
+    assert run.gemm_share == pytest.approx(run.sustained_tflops / run.burst_tflops)
+
+
+def test_fp8_and_16_bit_shares_price_their_own_gemms(tmp_path: Path) -> None:
+    """An FP8 run prices FP8 GEMMs and a 16-bit run the rest, in serving and in training; with
+    only a 16-bit run stored, FP8 GEMMs take it (one power cap, no second guess)."""
+    db = tmp_path / "f.sqlite"
+    _store_share(db, "h100-sxm", 0.75)
+    _store_share(db, "h100-sxm", 0.90, dtype="fp8")
+    hw = hardware_for("h100-sxm", None, "latest", str(db))
+    assert (hw.power_capped_gemm_share, hw.power_capped_gemm_share_fp8) == (0.75, 0.90)
+    assert hw.origins["power_capped_gemm_share_fp8"].kind == "measured"
+    assert serving_compute_share(hw, "gemm", "fp8") == (0.90, "measured")
+    assert serving_compute_share(hw, "gemm", "bf16") == (0.75, "measured")
+    trt = get_engine("tensorrt-llm")
+    rates = make_rates(hw, trt, "fp8", "fp8")
+    assert rates.compute_share == 0.90
+
+    model = load_model("llama-3.1-8b")
+    gh100, die_share = SUSTAINED_COMPUTE_FRACTION["gh100"], POWER_CAPPED_SHARE["gh100"]["gemm"]
+    fp8 = ModelContext(model, hw, TrainJob(gpus=8, seq_len=4096, global_batch_seqs=64, dtype="fp8"))
+    assert fp8.gemm_fraction == pytest.approx(gh100 * 0.90 / die_share)
+    assert fp8.compute_fraction == pytest.approx(gh100 * 0.75 / die_share)  # attention, logits
+    assert fp8.fraction_note is not None and "fp8 GEMMs" in fp8.fraction_note
+    bf16 = ModelContext(model, hw, TrainJob(gpus=8, seq_len=4096, global_batch_seqs=64))
+    assert bf16.gemm_fraction == bf16.compute_fraction == pytest.approx(gh100 * 0.75 / die_share)
+
+    only16 = tmp_path / "g.sqlite"
+    _store_share(only16, "h100-sxm", 0.75)
+    hw16 = hardware_for("h100-sxm", None, "latest", str(only16))
+    assert hw16.power_capped_gemm_share_fp8 is None
+    assert serving_compute_share(hw16, "gemm", "fp8") == (0.75, "measured")
+    job = TrainJob(gpus=8, seq_len=4096, global_batch_seqs=64, dtype="fp8")
+    ctx16 = ModelContext(model, hw16, job)
+    assert ctx16.gemm_fraction == ctx16.compute_fraction
+
+    # faster FP8 GEMMs make a faster FP8 plan, and the JSON says how each share entered it
+    slow = plan_training(model, hw16, job, LayoutConstraints(tp=1, pp=1))
+    fast = plan_training(model, hw, job, LayoutConstraints(tp=1, pp=1))
+    assert fast.step_time_s < slow.step_time_s
+    measured = fast.to_dict()["measured"]
+    assert "fp8 GEMMs" in measured["power_capped_gemm_share_fp8"]["training"]
+
+
+def test_cli_takes_fp8(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite"
+    r = run_cli(
+        "bench", "sustained", "--device", "cpu", "--dtype", "fp8", "--size", "128",
+        "--seconds", "0.3", "--window", "0.1", "--json", "--db", str(db),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["dtype"] == "fp8"
+    bad = run_cli("bench", "sustained", "--device", "cpu", "--dtype", "int4", "--db", str(db))
+    assert bad.returncode != 0 and "invalid choice" in bad.stderr

@@ -5,9 +5,12 @@ shape), then run back to back for ``seconds`` in windows of ``window_s``; each w
 recorded with the SM clock and board power where the backend reports them. A GPU at its power
 cap drops its clocks within seconds (an H100 SXM at 700 W keeps 0.79 of its burst bf16 rate:
 benchmarks/device/results/h100-2026-11-23/sustained.txt). The sustained rate is the mean of the
-run's second half (steady state), and ``gemm_share`` = sustained / burst is what serving plans
-of this device run their GEMMs at with ``--measured`` (plan/sustained.py
-``serving_compute_share``), in place of the catalog's per-die share or the training fraction.
+run's second half (steady state), and ``gemm_share`` = sustained / burst is what plans of this
+device run their GEMMs at with ``--measured`` (plan/sustained.py ``serving_compute_share``,
+``training_compute_fraction``), in place of the catalog's per-die share or the training
+fraction. ``--dtype fp8`` times a per-tensor scaled FP8 GEMM (``torch._scaled_mm``, bf16 out, as
+``bench matmul`` does): its share prices FP8 GEMMs, the 16-bit one everything else, since a
+GEMM's draw per clock, and so how far the cap pulls its clock, depends on its dtype.
 Ctrl-C or SIGTERM keeps the windows measured so far.
 """
 
@@ -30,8 +33,14 @@ from flopwise.bench.device import (
 )
 from flopwise.errors import FlopwiseError
 
-#: GEMM input dtypes the run takes, and their torch names.
-SUSTAINED_DTYPES: dict[str, str] = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+#: GEMM input dtypes the run takes, and their torch names (fp8: the device's e4m3 variant,
+#: bench.matmul.fp8_torch_name).
+SUSTAINED_DTYPES: dict[str, str] = {
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "fp32": "float32",
+    "fp8": "float8_e4m3fn",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +190,49 @@ def _telemetry(torch: Any, info: DeviceInfo) -> tuple[float | None, float | None
     return clock, power
 
 
+def _gemm_call(torch: Any, info: DeviceInfo, dtype: str, size: int, dev: Any) -> Callable[[], Any]:
+    """One size^3 GEMM in `dtype` on the device, as a call to repeat; a one-line error when the
+    matrices do not fit or the device cannot multiply in `dtype` (tried once at 64^3)."""
+    from flopwise.bench.matmul import fp8_torch_name
+
+    fp8 = dtype == "fp8"
+    name = fp8_torch_name(info) if fp8 else SUSTAINED_DTYPES[dtype]
+    if not hasattr(torch, name):
+        raise FlopwiseError(f"this torch build has no {name}; upgrade torch")
+    dt = getattr(torch, name)
+
+    def make(n: int) -> Callable[[], Any]:
+        if fp8:
+            a = torch.randn(n, n, device=dev, dtype=torch.bfloat16).to(dt)
+            # B stored as its transpose (the NT layout _scaled_mm takes, as bench matmul)
+            b = torch.randn(n, n, device=dev, dtype=torch.bfloat16).to(dt).t()
+            scale = torch.ones((), device=dev, dtype=torch.float32)
+            out = torch.empty(n, n, device=dev, dtype=torch.bfloat16)
+            return lambda: torch._scaled_mm(
+                a, b, scale_a=scale, scale_b=scale, out_dtype=torch.bfloat16, out=out
+            )
+        a = torch.randn(n, n, device=dev).to(dt)
+        b = torch.randn(n, n, device=dev).to(dt)
+        c = torch.empty(n, n, device=dev, dtype=dt)
+        return lambda: torch.matmul(a, b, out=c)
+
+    try:
+        make(64)()
+        synchronize(torch, info)
+    except (RuntimeError, TypeError, NotImplementedError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FlopwiseError(
+            f"{info.spec} ({info.name}) cannot multiply in {dtype}: {first}"
+        ) from None
+    try:
+        return make(size)
+    except (RuntimeError, MemoryError) as exc:
+        raise FlopwiseError(
+            f"cannot allocate three {size}x{size} {dtype} matrices on {info.spec}: "
+            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}; use --size"
+        ) from None
+
+
 def run_sustained(
     config: SustainedConfig,
     on_round: Callable[[int, int], None] | None = None,
@@ -198,24 +250,12 @@ def run_sustained(
     seconds = config.seconds or d.seconds
     window_s = config.window_s or min(d.window_s, seconds / 2)
     check_windows(window_s, seconds)  # a given window against a default run length
-    dt = getattr(torch, SUSTAINED_DTYPES[dtype])
     dev = torch_device(torch, info)
     from flopwise.bench.provenance import provenance
 
     prov = provenance(torch, info)
-    try:
-        a = torch.randn(size, size, device=dev).to(dt)
-        b = torch.randn(size, size, device=dev).to(dt)
-        c = torch.empty(size, size, device=dev, dtype=dt)
-    except (RuntimeError, MemoryError) as exc:
-        raise FlopwiseError(
-            f"cannot allocate three {size}x{size} {dtype} matrices on {info.spec}: "
-            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}; use --size"
-        ) from None
+    call = _gemm_call(torch, info, dtype, size, dev)
     flops = 2.0 * size**3
-
-    def call() -> None:
-        torch.matmul(a, b, out=c)
 
     def sync() -> None:
         synchronize(torch, info)

@@ -15,13 +15,14 @@ def register(bsub: Any) -> None:
         description="Time a large square GEMM briefly (its burst rate), then back to back for "
         "--seconds in --window windows, with the SM clock and board power where the backend "
         "reports them. The share of the burst rate the second half keeps (gemm_share) is what "
-        "serving plans of this device run their GEMMs at with --measured: an engine's GEMMs "
-        "lose the power cap's share, not a training step's launch gaps and overlapped "
-        "collectives. Defaults: 8192^3 bf16 for 30 s in 2 s windows on an accelerator, "
-        "1024^3 fp32 for 6 s in 1 s windows on a CPU.",
+        "plans of this device run their GEMMs at with --measured: serving engines at the "
+        "share itself, training steps at it times what a step loses beside the power cap "
+        "(launch gaps, overlapped collectives). A --dtype fp8 run (per-tensor scaled "
+        "torch._scaled_mm) prices FP8 GEMMs, a 16-bit one the rest. Defaults: 8192^3 bf16 for "
+        "30 s in 2 s windows on an accelerator, 1024^3 fp32 for 6 s in 1 s windows on a CPU.",
     )
     add_device(p)
-    p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="GEMM dtype")
+    p.add_argument("--dtype", choices=("bf16", "fp16", "fp32", "fp8"), help="GEMM dtype")
     p.add_argument("--size", type=positive_int, metavar="N", help="N x N x N GEMM")
     p.add_argument("--seconds", type=positive_float, metavar="S", help="load duration")
     p.add_argument("--window", type=positive_float, metavar="S", help="seconds per recorded window")

@@ -214,14 +214,15 @@ def training_only_share(die: str = TRAINING_ONLY_REFERENCE_DIE) -> float:
     return SUSTAINED_COMPUTE_FRACTION[die] / POWER_CAPPED_SHARE[die]["gemm"]
 
 
-def training_compute_fraction(hw: Hardware) -> tuple[float, str | None]:
+def training_compute_fraction(hw: Hardware, dtype: str | None = None) -> tuple[float, str | None]:
     """(share of its GEMM ceiling a training step on `hw` sustains, how a measurement entered it)
 
     Without a `bench sustained` measurement of this device (``--measured``): the die's fitted
     fraction (or the default), slowed for a part capped below its die's power
-    (sustained_gemm_fraction); the note is None. With one (`hw.power_capped_gemm_share`, the
-    device's sustained / burst GEMM rate at its own power cap), the measurement replaces what
-    the die's numbers assumed about the power cap:
+    (sustained_gemm_fraction); the note is None. With one (the device's sustained / burst GEMM
+    rate at its own power cap; for `dtype` fp8 its FP8 run's where one is stored,
+    `Hardware.gemm_share`), the measurement replaces what the die's numbers assumed about the
+    power cap (the die's fitted fraction assumes its 16-bit share for every dtype):
     - on a die whose power-capped share is measured too (POWER_CAPPED_SHARE: GH100), the fitted
       fraction scaled by the device's share over the die's (the power-clock factor dropped: the
       measurement is at this device's cap);
@@ -230,7 +231,7 @@ def training_compute_fraction(hw: Hardware) -> tuple[float, str | None]:
     - on a die fitted on published runs but with no power-capped share of its own (GA100, the
       TPUs), the fitted fraction is kept: there is nothing to scale the measurement against.
     """
-    share = hw.power_capped_gemm_share
+    share = hw.gemm_share(dtype)
     fitted = sustained_gemm_fraction(hw)
     if share is None:
         return fitted, None
@@ -257,17 +258,19 @@ def training_compute_fraction(hw: Hardware) -> tuple[float, str | None]:
     )
 
 
-def serving_compute_share(hw: Hardware, kind: str) -> tuple[float, str]:
+def serving_compute_share(hw: Hardware, kind: str, dtype: str | None = None) -> tuple[float, str]:
     """(share of its burst rate, where it comes from) of a serving engine's `kind` kernels
     ("gemm" or "attention") on `hw`: GEMMs at this device's own `bench sustained` share where
-    one is measured (``--measured``; basis "measured", at the device's own power cap); else the
+    one is measured (``--measured``; basis "measured", at the device's own power cap; `dtype`
+    fp8 GEMMs at its FP8 run's where one is stored); else the
     power-capped share measured on its die (POWER_CAPPED_SHARE; "power-capped"), else the die's
     training fraction (sustained_gemm_fraction; "training"); the die's values slowed when the
     part is capped below its die's power (power_clock_share)."""
     if kind not in ("gemm", "attention"):
         raise ValueError(f"kind {kind!r}: expected 'gemm' or 'attention'")
-    if kind == "gemm" and hw.power_capped_gemm_share is not None:
-        return hw.power_capped_gemm_share, "measured"
+    measured_share = hw.gemm_share(dtype)
+    if kind == "gemm" and measured_share is not None:
+        return measured_share, "measured"
     group = fraction_group(hw.id)
     measured = POWER_CAPPED_SHARE.get(group)
     if measured is not None:

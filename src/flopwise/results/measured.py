@@ -133,16 +133,19 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
             "compute and memory-bound time divided by it"
             + (" (MoE plans only)" if s.get("moe") else " (dense plans only)"),
         )
-    sustained = _pinned_or_latest(store, pinned, "sustained", hw.id)
-    share = None if sustained is None else sustained.summary.get("gemm_share")
-    if sustained is not None and isinstance(share, (int, float)) and 0 < share <= 1.5:
+    for name, fp8 in (("power_capped_gemm_share", False), ("power_capped_gemm_share_fp8", True)):
+        sustained = _sustained_run(store, pinned, hw.id, fp8)
+        share = None if sustained is None else sustained.summary.get("gemm_share")
+        if sustained is None or not isinstance(share, (int, float)) or not 0 < share <= 1.5:
+            continue
         found = True
-        values["power_capped_gemm_share"] = (
+        values[name] = (
             float(share),
             f"result {sustained.id} ({sustained.created_at}, {sustained.host}): bench sustained "
             f"{sustained.summary.get('size')}^3 {sustained.summary.get('dtype')} for "
             f"{sustained.summary.get('seconds')} s, sustained / burst GEMM rate (serving and "
-            "training plans)",
+            "training plans"
+            + (", FP8 GEMMs)" if fp8 else "; FP8 GEMMs too where no fp8 run is stored)"),
         )
     if not found and store.latest("io") is None:  # storage alone: read by goodput
         raise FlopwiseError(
@@ -150,6 +153,19 @@ def apply_measurements(hw: Hardware, selector: str = "latest", db: str | None = 
             "`flopwise bench memory` on that machine first"
         )
     return hw.with_measurements(**values)
+
+
+def _sustained_run(
+    store: ResultStore, pinned: StoredResult | None, accelerator: str, fp8: bool
+) -> StoredResult | None:
+    """The bench sustained run of the device that prices its FP8 GEMMs (`fp8`) or its 16-bit
+    ones: the pinned run where it is one of that dtype, else the newest complete one."""
+    if pinned is not None and pinned.kind == "sustained":
+        return pinned if (pinned.summary.get("dtype") == "fp8") == fp8 else None
+    for run in store.list("sustained", accelerator, limit=SCAN_ROWS):
+        if run.status == "complete" and (run.summary.get("dtype") == "fp8") == fp8:
+            return run
+    return None
 
 
 def _pinned_or_latest(

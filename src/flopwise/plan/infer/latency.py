@@ -171,7 +171,7 @@ def make_rates(
     the engine's fraction of the GEMM ceiling (``prefill_attention_fraction``)."""
     # GEMMs run at the share of their ceiling the die sustains under load: its measured
     # power-capped share, else its training fraction (plan/sustained.py serving_compute_share)
-    gemm_share, share_basis = serving_compute_share(hw, "gemm")
+    gemm_share, share_basis = serving_compute_share(hw, "gemm", act_dtype)
     gemm = achievable_matmul_tflops(hw, act_dtype) * TERA * gemm_share
     gemm *= engine.fp8_gemm_fraction if act_dtype in SCALED_GEMM_DTYPES else engine.gemm_fraction
     attn_dtype = "bf16" if ("bf16" in hw.matmul_tflops or "bf16" in hw.peak_tflops) else act_dtype

@@ -60,6 +60,9 @@ class ModelContext:
     peak_flops: float = field(init=False)
     capacity_bytes: float | None = field(init=False)
     compute_fraction: float = field(init=False)  # sustained fraction of GEMM/attention rates
+    # ... of the layers' GEMMs in gemm_dtype (differs only where a bench sustained run of that
+    # dtype, fp8, is stored: plan/sustained.py training_compute_fraction)
+    gemm_fraction: float = field(init=False)
     power_factor: float = field(init=False)  # clock share at a reduced power cap
     # how a `bench sustained` measurement entered compute_fraction (None: none did)
     fraction_note: str | None = field(init=False)
@@ -122,15 +125,22 @@ class ModelContext:
         self.power_factor = power_clock_share(hw)
         self.fraction_note = None
         if override:
-            self.compute_fraction = override * self.power_factor
+            self.compute_fraction = self.gemm_fraction = override * self.power_factor
         else:
             self.compute_fraction, self.fraction_note = training_compute_fraction(hw)
+            self.gemm_fraction, gemm_note = training_compute_fraction(hw, dtype)
+            if gemm_note != self.fraction_note:
+                # an FP8 run prices the FP8 GEMMs, the 16-bit one (if any) the rest
+                parts = [] if self.fraction_note is None else [f"16-bit: {self.fraction_note}"]
+                parts.append(f"{dtype} GEMMs: {gemm_note}")
+                self.fraction_note = "; ".join(parts)
         calibration = hw.step_calibration_moe if m.is_moe else hw.step_calibration
         if calibration:
             # bench step on this device: measured / predicted tokens/s scales every rate the
             # device's own work runs at (GEMMs, attention, memory-bound ops); not the network.
             # A step of an MoE model calibrates MoE plans, a dense one dense plans.
             self.compute_fraction *= calibration
+            self.gemm_fraction *= calibration
             self.bw_bytes_s *= calibration
         norms = m.norms_per_layer * norm_params(m, m.hidden)
         attn = attention_params(m)

@@ -149,10 +149,10 @@ class TrainPlan:
         measured = hardware_by_origin(self.hardware, "measured")
         out = {k: v for k, v in measured.items() if k != unused}
         note = self.ctx_summary.get("fraction_note")
-        share = out.get("power_capped_gemm_share")
-        if share is not None and note:
-            # how the measured power-cap share priced this plan's GEMMs and attention
-            out["power_capped_gemm_share"] = {**share, "training": note}
+        for key in ("power_capped_gemm_share", "power_capped_gemm_share_fp8"):
+            if key in out and note:
+                # how the measured power-cap shares priced this plan's GEMMs and attention
+                out[key] = {**out[key], "training": note}
         return out
 
     def to_dict(self) -> dict[str, Any]:

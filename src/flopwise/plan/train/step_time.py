@@ -162,7 +162,7 @@ def layer_cost(
     g_bwd = qkv[1] + out[1]
     g_fwd += (1 - frac_moe) * sum(x[0] for x in dense_mlp) + frac_moe * sum(x[0] for x in moe_mlp)
     g_bwd += (1 - frac_moe) * sum(x[1] for x in dense_mlp) + frac_moe * sum(x[1] for x in moe_mlp)
-    sustain = ctx.compute_fraction
+    sustain = ctx.gemm_fraction
     g_fwd /= sustain
     g_bwd /= sustain
     a_fwd, a_bwd = _attention_core(ctx, t, tp, mb, cp)

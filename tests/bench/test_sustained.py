@@ -22,6 +22,7 @@ from flopwise.plan.infer.constants import get_engine
 from flopwise.plan.infer.latency import make_rates
 from flopwise.plan.roofline import achievable_matmul_tflops
 from flopwise.plan.sustained import (
+    FRACTION_FITTED_ON_UNSEEN,
     POWER_CAPPED_SHARE,
     SUSTAINED_COMPUTE_FRACTION,
     power_clock_share,
@@ -175,6 +176,12 @@ def test_measured_share_prices_training_steps(tmp_path: Path) -> None:
     ctx_a = ModelContext(model, a100, job)
     assert ctx_a.compute_fraction == pytest.approx(SUSTAINED_COMPUTE_FRACTION["ga100"])
     assert ctx_a.fraction_note is not None and "kept" in ctx_a.fraction_note
+
+    # a die fitted on one unseen run (CDNA3) keeps that fit: it holds more than the power cap
+    mi300x = hardware_from_catalog("mi300x").with_measurements(power_capped_gemm_share=(0.9, "t"))
+    ctx_m = ModelContext(model, mi300x, job)
+    assert ctx_m.compute_fraction == pytest.approx(FRACTION_FITTED_ON_UNSEEN["cdna3"])
+    assert ctx_m.fraction_note is not None and "kept" in ctx_m.fraction_note
 
     # validation's refit (an explicit fraction) is never moved by a stored measurement
     refit = TrainJob(gpus=8, seq_len=4096, global_batch_seqs=64, dtype="bf16",

@@ -226,10 +226,12 @@ def training_compute_fraction(hw: Hardware, dtype: str | None = None) -> tuple[f
     - on a die whose power-capped share is measured too (POWER_CAPPED_SHARE: GH100), the fitted
       fraction scaled by the device's share over the die's (the power-clock factor dropped: the
       measurement is at this device's cap);
-    - on a die with no fitted fraction (the default, or one fitted on a single unseen run), the
-      device's share times the training-only share measured on the reference die;
+    - on a die with no fitted fraction (the default stands in for it), the device's share times
+      the training-only share measured on the reference die;
     - on a die fitted on published runs but with no power-capped share of its own (GA100, the
-      TPUs), the fitted fraction is kept: there is nothing to scale the measurement against.
+      TPUs, and CDNA3, fitted on one unseen run), the fitted fraction is kept: there is nothing
+      to scale the measurement against, and a fit holds more than the power cap (CDNA3's 0.53
+      holds its default GEMM kernels against the catalog MAMF's tuned ones).
     """
     share = hw.gemm_share(dtype)
     fitted = sustained_gemm_fraction(hw)
@@ -243,7 +245,7 @@ def training_compute_fraction(hw: Hardware, dtype: str | None = None) -> tuple[f
             f"{group}'s fitted {SUSTAINED_COMPUTE_FRACTION[group]:.3f} x this device's measured "
             f"GEMM share {share:.3f} / the die's {reference['gemm']:.3f} (bench sustained)"
         )
-    if group in SUSTAINED_COMPUTE_FRACTION:
+    if group in SUSTAINED_COMPUTE_FRACTION or group in FRACTION_FITTED_ON_UNSEEN:
         return fitted, (
             f"{group}'s fitted {fitted:.3f} kept: the measured GEMM share {share:.3f} (bench "
             f"sustained) has no sustained-load measurement of the {group} die to be scaled "

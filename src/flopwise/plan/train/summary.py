@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from flopwise.plan.assumptions import gpus_per_node_fallback, hardware_fallbacks
-from flopwise.plan.sustained import sustained_fraction_fallback
+from flopwise.plan.sustained import sustained_fraction_fallback, sustained_gemm_fraction
 from flopwise.units import GIB
 
 from .context import ModelContext
@@ -19,8 +19,11 @@ def assumed_fallbacks(ctx: ModelContext) -> dict[str, Any]:
     if ctx.job.sustained_compute_fraction is None:
         fallback = sustained_fraction_fallback(ctx.hw, ctx.compute_fraction)
         if fallback and ctx.fraction_note is not None:
-            # a measured share priced it; what still rests on another die is named
-            fallback["sustained_compute_fraction"]["source"] = ctx.fraction_note
+            entry = fallback["sustained_compute_fraction"]
+            if ctx.compute_fraction != sustained_gemm_fraction(ctx.hw):
+                entry["source"] = ctx.fraction_note  # the measurement replaced the default
+            else:  # the fit was kept: what it rests on, then why the measurement did not move it
+                entry["source"] = f"{entry['source']}; with --measured: {ctx.fraction_note}"
         out.update(fallback)
     return out
 

@@ -88,10 +88,16 @@ class Hardware:
             )
         return value
 
-    def gemm_share(self, dtype: str | None = None) -> float | None:
-        """The measured power-capped share of this device's `dtype` GEMMs (bench sustained):
-        its FP8 run's for fp8 where one is stored, else the 16-bit one (None: none measured)."""
+    def gemm_share_run(self, dtype: str | None = None) -> str | None:
+        """Which bench sustained run prices this device's `dtype` GEMMs: "fp8" (its FP8 run, for
+        fp8 GEMMs where one is stored), else "16-bit" (None: no run stored)."""
         if dtype == "fp8" and self.power_capped_gemm_share_fp8 is not None:
+            return "fp8"
+        return None if self.power_capped_gemm_share is None else "16-bit"
+
+    def gemm_share(self, dtype: str | None = None) -> float | None:
+        """The measured power-capped share of this device's `dtype` GEMMs (gemm_share_run's)."""
+        if self.gemm_share_run(dtype) == "fp8":
             return self.power_capped_gemm_share_fp8
         return self.power_capped_gemm_share
 

@@ -235,11 +235,7 @@ def assumptions_for(ctx: Context) -> list[str]:
         out.append(
             f"GEMMs at {ctx.rates.compute_share:.3f} of the matmul ceiling: the share this "
             "device kept under sustained load (flopwise bench sustained"
-            + (
-                ", its fp8 run)"
-                if ctx.hw.power_capped_gemm_share_fp8 is not None and ctx.precision.act == "fp8"
-                else ")"
-            )
+            + (", its fp8 run)" if ctx.hw.gemm_share_run(ctx.rates.act_dtype) == "fp8" else ")")
         )
     elif ctx.rates.compute_share_basis == "power-capped":
         out.append(

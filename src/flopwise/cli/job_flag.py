@@ -145,6 +145,15 @@ def _remat_tensors(text: str) -> tuple[tuple[str, str], ...]:
     return parse_remat_tensors(text)
 
 
+def _pipeline_layout(text: str) -> str:
+    """A pipeline layout string, its syntax checked (plan/train/pipeline_layout.py); the model
+    and --pp check it at plan time."""
+    from flopwise.plan.train.pipeline_layout import layout_stages
+
+    layout_stages(text)
+    return text.strip()
+
+
 def _fp8_recipes() -> tuple[str, ...]:
     from flopwise.plan.train.fp8_recipes import FP8_RECIPE_NAMES
 

@@ -17,6 +17,7 @@ from flopwise.cli.job_flag import (
     JobFlag,
     _fp8_recipes,
     _frameworks,
+    _pipeline_layout,
     _positive_float,
     _recompute_modes,
     _remat_tensors,
@@ -121,6 +122,18 @@ TRAIN_FLAGS: list[JobFlag] = [
             ("vpp", "virtual pipeline stages per GPU (interleaved 1F1B)"),
             ("microbatch", "sequences per microbatch"),
         )
+    ),
+    JobFlag(
+        "pipeline-layout",
+        "which layers each pipeline stage holds, in Megatron-Core's "
+        "--pipeline-model-parallel-layout notation: stages split by |, E embedding, t "
+        "transformer layer, L loss, x*N and (...)*N repeats, e.g. "
+        "'Et*2|(t*2|)*34,t*3|(t*2|)*3,tL' (needs --pp; sets --vpp to stages/pp). Default: "
+        "layers split as evenly as pp allows, the logits on the last rank",
+        kinds=_T,
+        parse=_pipeline_layout,
+        metavar="LAYOUT",
+        group=_LAYOUT,
     ),
     JobFlag(
         "recompute",

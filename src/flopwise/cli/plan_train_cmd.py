@@ -43,6 +43,7 @@ def framework_job_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "remat_tensors": getattr(args, "remat_tensors", None) or (),
         "fp8_recipe": args.fp8_recipe,
         "optimizer": getattr(args, "optimizer", None) or "adamw",
+        "pipeline_layout": getattr(args, "pipeline_layout", None),
     }
 
 

@@ -71,6 +71,20 @@ def _layout_text(lay: dict[str, Any]) -> str:
     )
 
 
+def _pipeline_rows(pl: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """'pipeline layout' row: the layout as given and each rank's transformer layers."""
+    if not pl:
+        return []
+    per_rank = " ".join(str(n) for n in pl["rank_layers"])
+    return [
+        (
+            "pipeline layout",
+            f"{pl['layout']}: {pl['stages']} stages; layers per rank {per_rank}; embedding on "
+            f"rank {pl['embedding_rank']}, loss on rank {pl['loss_rank']}",
+        )
+    ]
+
+
 def _margin_text(doc: dict[str, Any]) -> str:
     margin, headroom = doc.get("memory_margin_gib"), doc.get("memory_headroom_gib")
     if margin is None:
@@ -128,6 +142,7 @@ def show_train_plan(doc: dict[str, Any]) -> None:
             f"{doc['global_batch_seqs']} seqs ({fmt_count(doc['global_batch_tokens'])} tokens)",
         ),
         ("layout" if doc["fits"] is not False else "leanest layout", _layout_text(doc["layout"])),
+        *_pipeline_rows(doc.get("pipeline_layout")),
         (
             "memory per GPU",
             f"{doc['memory_per_gpu_gib']:,.1f} GiB of "

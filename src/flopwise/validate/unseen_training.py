@@ -124,6 +124,10 @@ def pose_argv(r: Row) -> list[str] | str:
     vp = _cell(r, "vp")
     if vp and vp > 1:
         argv += ["--vpp", str(vp)]
+    layout = (r.get("pipeline_layout") or "").strip()
+    if layout:
+        # the layers per pipeline stage the edition's recipe set or computed (NOTES.md)
+        argv += ["--pipeline-layout", layout]
     ep = _cell(r, "ep")
     if ep and ep > 1:
         argv += ["--ep", str(ep)]

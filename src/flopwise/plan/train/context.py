@@ -35,6 +35,7 @@ from .constants import MEMORY_HEADROOM_FRACTION
 from .fp8_recipes import Fp8Recipe, get_fp8_recipe, runs_block_scaled_mma
 from .job import TrainJob
 from .layout import zero_shard_gpus
+from .pipeline_layout import PipelineLayout, parse_pipeline_layout
 from .recipes import resolve_recipe
 
 _ALIBI_OR_LEARNED = ("bloom", "mpt", "gpt2", "opt", "falcon_alibi")
@@ -228,6 +229,17 @@ class ModelContext:
             tier = scaled
         cache[key] = tier
         return tier
+
+    def pipeline(self, pp: int) -> PipelineLayout | None:
+        """The job's explicit pipeline layout over `pp` ranks (TrainJob.pipeline_layout); None
+        without one, or with one pipeline rank (every layer on it, as without a layout)."""
+        if self.job.pipeline_layout is None or pp <= 1:
+            return None
+        cache = self.cache("pipeline")
+        hit = cache.get((pp,))
+        if hit is None:
+            hit = cache[(pp,)] = parse_pipeline_layout(self.job.pipeline_layout, pp, self.layers)
+        return hit  # type: ignore[return-value]
 
     def shard_group(self, tp: int, dp: int, cp: int, hsdp: bool) -> int:
         """GPUs that ZeRO shards the training state over (layout.zero_shard_gpus)."""

@@ -27,6 +27,13 @@ from .memory import _stage_params
 from .recipes import grad_reduce_bytes
 
 
+def _stage_layers_max(ctx: ModelContext, lay: Layout) -> int:
+    """Transformer layers of the busiest pipeline rank: an explicit layout's (TrainJob
+    .pipeline_layout), else ceil(layers / pp)."""
+    pl = ctx.pipeline(lay.pp)
+    return max(max(pl.rank_layers), 1) if pl is not None else -(-ctx.layers // lay.pp)
+
+
 def dp_exposed_s(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: float) -> float:
     """Exposed data-parallel traffic per step (gradient reduction, ZeRO gathers); mb_fwd and
     mb_bwd are one microbatch's forward and backward (with recompute) compute on this stage."""
@@ -43,7 +50,7 @@ def dp_exposed_s(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: 
         shard = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp)
         n_exp = lay.expert_dp
         # sharded stages move one transformer block per collective (module docstring)
-        units = -(-ctx.layers // lay.pp) if lay.zero >= 2 else 1
+        units = _stage_layers_max(ctx, lay) if lay.zero >= 2 else 1
 
         def coll(op: str, n_bytes: float, group: int, tier: Tier) -> float:
             return units * collective_time_s(op, n_bytes / units, group, tier)
@@ -87,7 +94,7 @@ def dp_exposed_s(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: 
         # gradients reduce under the last microbatch's backward; the parameter all-gather
         # after the optimizer overlaps the next step's first forward
         return exposed(reduce_s, mb_bwd) + exposed(gather_s, mb_fwd)
-    layers = -(-ctx.layers // lay.pp)
+    layers = _stage_layers_max(ctx, lay)
     if lay.zero == 2:
         # gradients reduce-scattered after every microbatch's backward; the parameters are
         # gathered once per step, block by block under the first microbatch's forward (FSDP

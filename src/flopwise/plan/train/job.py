@@ -98,6 +98,10 @@ class TrainJob:
     # "adamw", or "muon": Muon on the layers' weight matrices, AdamW on the rest, as Megatron-Core
     # runs it (plan/train/muon.py); ZeRO 0/1 only
     optimizer: str = "adamw"
+    # which layers each pipeline stage holds, in Megatron-Core's --pipeline-model-parallel-layout
+    # notation (plan/train/pipeline_layout.py); None: layers split as evenly as pp allows, the
+    # logits on the last rank. Fixes the interleaving depth (vpp = stages / pp); needs --pp
+    pipeline_layout: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("gpus", "seq_len", "global_batch_seqs"):
@@ -162,6 +166,10 @@ class TrainJob:
         if self.remat_tensors:
             text = ",".join(f"{n}={p}" for n, p in self.remat_tensors)
             object.__setattr__(self, "remat_tensors", parse_remat_tensors(text))
+        if self.pipeline_layout is not None:
+            from flopwise.plan.train.pipeline_layout import layout_stages
+
+            layout_stages(self.pipeline_layout)  # syntax; the model and pp are checked at plan time
 
     @property
     def profile(self) -> FrameworkProfile:

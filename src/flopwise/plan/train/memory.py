@@ -95,6 +95,19 @@ def _stage_params(
     vocab_rows = c.output_projection  # vocab x hidden
     emb = c.embedding
     head = c.lm_head if c.lm_head else (vocab_rows if pp > 1 else 0)  # tied: copy on last stage
+    pl = ctx.pipeline(pp)
+    if pl is not None:
+        # an explicit layout: the rank with the most parameters, and the loss rank
+        def rank_p(r: int) -> float:
+            return (
+                pl.rank_layers[r] * per_layer_shared
+                + (emb if r == pl.embedding_rank else 0.0)
+                + (head if r == pl.loss_rank else 0.0)
+            )
+
+        most = max(rank_p(r) for r in range(pp))
+        busiest = max(pl.rank_layers)
+        return most / tp, rank_p(pl.loss_rank) / tp, busiest * per_layer_expert / etp
     if pp == 1:
         first = layers_first * per_layer_shared + emb + head
         return first / tp, first / tp, layers_first * per_layer_expert / etp
@@ -121,7 +134,9 @@ def state_bytes(ctx: ModelContext, lay: Layout) -> StateBytes:
     n_exp = expert_shard_group(lay, n)
     z = lay.zero
 
-    layer_p = (p_first + p_exp) / max(-(-ctx.layers // lay.pp), 1)
+    pl = ctx.pipeline(lay.pp)
+    stage_max = max(pl.rank_layers) if pl is not None else -(-ctx.layers // lay.pp)
+    layer_p = (p_first + p_exp) / max(stage_max, 1)
     gathered = _gathered_layers(ctx)
     out = [_state(r, z, p, p_exp, n, n_exp, layer_p, gathered) for p in (p_first, p_last)]
     res = StateBytes(first=out[0], last=out[1])
@@ -343,17 +358,25 @@ def memory_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> Memor
         return MemoryBreakdown(
             "only", w, g, ms, o, z3, acts, logits, frag * (acts + logits), fixed, cap, 0.0, host
         )
-    layers = stage_layers(ctx.layers, lay.pp)
+    pl = ctx.pipeline(lay.pp)
+    if pl is not None:
+        # an explicit layout: every rank's own layers; embedding and loss where it puts them
+        layers, ranks = pl.rank_layers, tuple(range(lay.pp))
+        emb_rank, loss_rank = pl.embedding_rank, pl.loss_rank
+    else:
+        layers, ranks = stage_layers(ctx.layers, lay.pp), _candidate_ranks(ctx.layers, lay.pp)
+        emb_rank, loss_rank = 0, lay.pp - 1
     best_total, best_rank, best_acts = -1.0, 0, 0.0
-    for rank in _candidate_ranks(ctx.layers, lay.pp):
+    for rank in ranks:
         layers_r = layers[rank]
-        last = rank == lay.pp - 1
+        last = rank == loss_rank
         acts = in_flight_layers(lay, rank, layers_r, microbatches) * kept + working
         lg = logits if last else 0.0
-        total = sum(_rank_state(ctx, lay, layers_r, rank == 0, last)) + (acts + lg) * (1 + frag)
+        state = _rank_state(ctx, lay, layers_r, rank == emb_rank, last)
+        total = sum(state) + (acts + lg) * (1 + frag)
         if total > best_total:
             best_total, best_rank, best_acts = total, rank, acts
-    first, last = best_rank == 0, best_rank == lay.pp - 1
+    first, last = best_rank == emb_rank, best_rank == loss_rank
     w, g, ms, o, z3 = _rank_state(ctx, lay, layers[best_rank], first, last)
     lg = logits if last else 0.0
     stage = "first" if first else "last" if last else f"rank {best_rank}"

@@ -23,6 +23,7 @@ from .layout import (
     zero_shard_gpus,
 )
 from .muon import MUON_SOURCE, check_muon_sharding, muon_managed_share
+from .pipeline_layout import parse_pipeline_layout
 from .pointwise import pointwise_summary
 from .search import Candidate, SearchOutcome, search
 from .summary import context_summary
@@ -213,8 +214,24 @@ class TrainPlan:
             "pointwise": pointwise_summary(job),
             "optimizer": self._optimizer_dict(),
             "ep_dispatcher": job.ep_dispatcher,
+            "pipeline_layout": self._pipeline_layout_dict(),
             "objective": job.objective,
             "search": self._search_dict(),
+        }
+
+    def _pipeline_layout_dict(self) -> dict[str, Any] | None:
+        """The explicit pipeline layout the plan ran (None: layers split evenly): each rank's
+        transformer layers and where the embedding and the loss sit."""
+        text, pp = self.job.pipeline_layout, self.best.layout.pp
+        if text is None or pp <= 1:
+            return None
+        pl = parse_pipeline_layout(text, pp, self.model.layers)
+        return {
+            "layout": text,
+            "stages": pl.pp * pl.vpp,
+            "rank_layers": list(pl.rank_layers),
+            "embedding_rank": pl.embedding_rank,
+            "loss_rank": pl.loss_rank,
         }
 
     def _optimizer_dict(self) -> dict[str, Any]:
@@ -268,6 +285,28 @@ def _cand_dict(c: Candidate) -> dict[str, Any]:
     }
 
 
+def with_pipeline_layout(
+    model: ModelSpec, job: TrainJob, cons: LayoutConstraints
+) -> LayoutConstraints:
+    """`cons` with the interleaving depth an explicit pipeline layout fixes (its stages are
+    pp x vpp); the layout is checked against the model and the pipeline degree here."""
+    text = job.pipeline_layout
+    assert text is not None
+    if cons.pp is None:
+        raise FlopwiseError(
+            f"--pipeline-layout needs --pp: its stages are PP x VPP ({text!r}); give the "
+            "pipeline degree it was written for"
+        )
+    pl = parse_pipeline_layout(text, cons.pp, model.layers)
+    if cons.vpp is not None and cons.vpp != pl.vpp:
+        raise FlopwiseError(
+            f"--vpp {cons.vpp} disagrees with the pipeline layout, whose {pl.pp * pl.vpp} "
+            f"stages over --pp {pl.pp} are {pl.vpp} virtual stage{'s' if pl.vpp > 1 else ''} "
+            "per rank"
+        )
+    return replace(cons, vpp=pl.vpp)
+
+
 def plan_training(
     model: ModelSpec,
     hardware: Hardware,
@@ -285,6 +324,8 @@ def plan_training(
     extra = constrain(job.profile, cons.given())
     if extra:
         cons = replace(cons, **extra)
+    if job.pipeline_layout is not None:
+        cons = with_pipeline_layout(model, job, cons)
     if job.seq_len > model.max_seq_len:
         raise FlopwiseError(
             f"sequence length {job.seq_len} exceeds {model.name}'s context of "

@@ -44,6 +44,7 @@ from .fp8_recipes import FP8_BYTES
 from .layout import Layout, stage_layers
 from .memory import _stage_params, expert_shard_group
 from .muon import layer_matrices, newton_schulz_s, tp_gather_s
+from .pipeline_layout import PipelineLayout
 from .pointwise import layer_pointwise_bytes
 from .recipes import grad_reduce_bytes
 from .xla_memory import policy_recompute_s, policy_recomputes_attention
@@ -384,6 +385,41 @@ class StepBreakdown:
         }
 
 
+def _layout_pace(
+    ctx: ModelContext,
+    lay: Layout,
+    pl: PipelineLayout,
+    lc: LayerCost,
+    per_layer_total: float,
+    rc_layer: float,
+    rc_attn: float,
+    logits: float,
+) -> tuple[int, float, float, float]:
+    """(layers, extra seconds, recompute per layer, attention re-run per layer) of the rank that
+    paces a step under an explicit pipeline layout: each rank runs its own layers (block
+    recompute re-runs up to recompute_layers of each of its virtual stages) and the loss rank
+    the logits as well."""
+    unit = lc.compute_fwd + lc.tp_fwd + lc.ep_fwd + lc.cp_fwd  # one fully recomputed layer
+    block = lay.recompute == "full"
+    best: tuple[float, int, float, int] | None = None
+    for rank in range(pl.pp):
+        n = pl.rank_layers[rank]
+        n_rc = n  # layers recomputed on this rank (block recompute: per virtual stage)
+        if block and lay.recompute_layers:
+            n_rc = sum(min(lay.recompute_layers, c) for c in pl.rank_chunks(rank))
+        rc = n_rc * unit if block else n * rc_layer
+        extra = logits if rank == pl.loss_rank else 0.0
+        t = n * per_layer_total + rc + extra
+        if best is None or t > best[0]:
+            best = (t, rank, extra, n_rc)
+    assert best is not None
+    _, rank, extra, n_rc = best
+    n = pl.rank_layers[rank]
+    if not block or n == 0:
+        return n, extra, rc_layer, rc_attn
+    return n, extra, n_rc * unit / n, n_rc / n * lc.attn_fwd
+
+
 def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBreakdown:
     m = microbatches
     lc = layer_cost(
@@ -419,8 +455,14 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     else:
         rc_layer = 0.0
     # the slowest stage sets the pace: the first (most layers) or the last (layers + logits)
+    pl = ctx.pipeline(lay.pp)
     if lay.pp == 1:
         n_layers, extra = ctx.layers, logits
+    elif pl is not None:
+        # an explicit layout: every rank's own layers, the loss rank's logits (pipeline_layout.py)
+        n_layers, extra, rc_layer, rc_attn = _layout_pace(
+            ctx, lay, pl, lc, per_layer_total, rc_layer, rc_attn, logits
+        )
     elif (
         layers_first * (per_layer_total + rc_layer)
         >= layers_last * (per_layer_total + rc_layer) + logits

@@ -146,19 +146,6 @@ class PipelineLayout:
     def rank_chunks(self, rank: int) -> tuple[int, ...]:
         return self.chunk_layers[rank]
 
-    def describe(self) -> str:
-        """'rank 3: 11 layers; rank 7: 9 layers + loss; others 10' style summary."""
-        counts = sorted(set(self.rank_layers))
-        if len(counts) == 1:
-            base = f"{counts[0]} layers on every rank"
-        else:
-            base = ", ".join(
-                f"{n} layers on rank{'s' if self.rank_layers.count(n) > 1 else ''} "
-                + ",".join(str(r) for r in range(self.pp) if self.rank_layers[r] == n)
-                for n in counts
-            )
-        return f"{base}; embedding on rank {self.embedding_rank}, loss on rank {self.loss_rank}"
-
 
 def parse_pipeline_layout(text: str, pp: int, layers: int) -> PipelineLayout:
     """`text` as a layout of `pp` pipeline ranks for a model of `layers` decoder layers."""

@@ -37,6 +37,14 @@ def _positive_int(text: str) -> int:
     return parse_positive_int(text, "value")
 
 
+def non_negative_int(text: str) -> int:
+    """A whole number of 0 or more ('3'), else a one-line error naming the text."""
+    t = text.strip()
+    if not t.isdigit():
+        raise FlopwiseError(f"{text!r} must be a whole number of 0 or more")
+    return int(t)
+
+
 def _positive_float(text: str) -> float:
     from flopwise.units import parse_count
 

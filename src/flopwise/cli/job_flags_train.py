@@ -4,7 +4,13 @@ training's here so that the two read together in --help."""
 
 from __future__ import annotations
 
-from flopwise.cli._args import _positive_int, fraction, non_negative_float, tokens
+from flopwise.cli._args import (
+    _positive_int,
+    fraction,
+    non_negative_float,
+    non_negative_int,
+    tokens,
+)
 from flopwise.cli.job_flag import (
     _FRAMEWORK,
     _GOODPUT,
@@ -127,12 +133,24 @@ TRAIN_FLAGS: list[JobFlag] = [
         "pipeline-layout",
         "which layers each pipeline stage holds, in Megatron-Core's "
         "--pipeline-model-parallel-layout notation: stages split by |, E embedding, t "
-        "transformer layer, L loss, x*N and (...)*N repeats, e.g. "
+        "transformer layer, m multi-token-prediction module, L loss, x*N and (...)*N "
+        "repeats, e.g. "
         "'Et*2|(t*2|)*34,t*3|(t*2|)*3,tL' (needs --pp; sets --vpp to stages/pp). Default: "
         "layers split as evenly as pp allows, the logits on the last rank",
         kinds=_T,
         parse=_pipeline_layout,
         metavar="LAYOUT",
+        group=_LAYOUT,
+    ),
+    JobFlag(
+        "mtp-layers",
+        "multi-token-prediction modules trained beside the model (DeepSeek-V3 trains 1; "
+        "Megatron-Core --mtp-num-layers): each one more transformer layer, an h x 2h "
+        "projection and its own logits and loss, on the last pipeline rank unless "
+        "--pipeline-layout places them (m). Default 0: none priced",
+        kinds=_T,
+        parse=non_negative_int,
+        metavar="N",
         group=_LAYOUT,
     ),
     JobFlag(

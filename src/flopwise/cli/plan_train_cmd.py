@@ -44,6 +44,7 @@ def framework_job_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "fp8_recipe": args.fp8_recipe,
         "optimizer": getattr(args, "optimizer", None) or "adamw",
         "pipeline_layout": getattr(args, "pipeline_layout", None),
+        "mtp_layers": getattr(args, "mtp_layers", None) or 0,
     }
 
 

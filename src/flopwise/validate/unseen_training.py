@@ -124,6 +124,10 @@ def pose_argv(r: Row) -> list[str] | str:
     vp = _cell(r, "vp")
     if vp and vp > 1:
         argv += ["--vpp", str(vp)]
+    mtp = _cell(r, "mtp_layers")
+    if mtp:
+        # the multi-token-prediction modules the recipe trains (DeepSeek-V3: mtp_num_layers 1)
+        argv += ["--mtp-layers", str(mtp)]
     layout = (r.get("pipeline_layout") or "").strip()
     if layout:
         # the layers per pipeline stage the edition's recipe set or computed (NOTES.md)

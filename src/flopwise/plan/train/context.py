@@ -166,6 +166,18 @@ class ModelContext:
         }
         self.model_flops_per_token = flops["none"].model
         self.recompute_flops_per_token = {rc: f.recompute for rc, f in flops.items()}
+        if job.mtp_layers:
+            # each MTP module: one more layer, its h x 2h projection and the shared output
+            # head, three passes (the layer re-run with it under full or selective recompute)
+            layer = self.counts.layer_matmul_active / m.layers
+            mtp_attn = attention_flops_per_token(m, job.seq_len, "full") / m.layers
+            module = 2.0 * (layer + 2.0 * m.hidden * m.hidden + self.counts.output_projection)
+            self.model_flops_per_token += job.mtp_layers * 3.0 * (module + mtp_attn)
+            rc = self.recompute_flops_per_token
+            if "full" in rc:
+                rc["full"] += job.mtp_layers * (2.0 * layer + mtp_attn)
+            if "selective" in rc:
+                rc["selective"] += job.mtp_layers * mtp_attn
         self.rope = m.learned_positions == 0 and m.model_type not in _ALIBI_OR_LEARNED
         self.caches = {}
 
@@ -238,8 +250,20 @@ class ModelContext:
         cache = self.cache("pipeline")
         hit = cache.get((pp,))
         if hit is None:
-            hit = cache[(pp,)] = parse_pipeline_layout(self.job.pipeline_layout, pp, self.layers)
+            hit = cache[(pp,)] = parse_pipeline_layout(
+                self.job.pipeline_layout, pp, self.layers, self.job.mtp_layers
+            )
         return hit  # type: ignore[return-value]
+
+    def mtp_rank(self, pp: int) -> int | None:
+        """The pipeline rank that runs the multi-token-prediction modules: the layout's, else
+        the last (Megatron-Core builds them in the post-process stage); None without any."""
+        if not self.job.mtp_layers:
+            return None
+        pl = self.pipeline(pp)
+        if pl is not None and pl.mtp_rank is not None:
+            return pl.mtp_rank
+        return max(pp - 1, 0)
 
     def shard_group(self, tp: int, dp: int, cp: int, hsdp: bool) -> int:
         """GPUs that ZeRO shards the training state over (layout.zero_shard_gpus)."""

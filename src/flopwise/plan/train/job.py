@@ -23,6 +23,10 @@ OBJECTIVES: tuple[str, ...] = ("time", "cost")
 ATTENTION_IMPLS: tuple[str, ...] = ("flash", "flash2", "unfused")
 
 
+#: Most multi-token-prediction modules a plan takes (DeepSeek-V3 trains one; the paper's
+#: ablations go to a few); more is surely a typo.
+MAX_MTP_LAYERS = 16
+
 #: Expert dispatchers (TrainJob.ep_dispatcher).
 EP_DISPATCHERS: tuple[str, ...] = ("alltoall", "deepep")
 
@@ -102,6 +106,10 @@ class TrainJob:
     # notation (plan/train/pipeline_layout.py); None: layers split as evenly as pp allows, the
     # logits on the last rank. Fixes the interleaving depth (vpp = stages / pp); needs --pp
     pipeline_layout: str | None = None
+    # multi-token-prediction modules trained beside the model (DeepSeek-V3's D = 1; Megatron-Core
+    # --mtp-num-layers): each one more transformer layer, an h x 2h projection and its own
+    # logits and loss, on the rank the pipeline layout gives it (else the last). 0: none priced
+    mtp_layers: int = 0
 
     def __post_init__(self) -> None:
         for name in ("gpus", "seq_len", "global_batch_seqs"):
@@ -166,6 +174,8 @@ class TrainJob:
         if self.remat_tensors:
             text = ",".join(f"{n}={p}" for n, p in self.remat_tensors)
             object.__setattr__(self, "remat_tensors", parse_remat_tensors(text))
+        if not 0 <= self.mtp_layers <= MAX_MTP_LAYERS:
+            raise FlopwiseError(f"--mtp-layers must be 0..{MAX_MTP_LAYERS}, got {self.mtp_layers}")
         if self.pipeline_layout is not None:
             from flopwise.plan.train.pipeline_layout import layout_stages
 

@@ -80,6 +80,20 @@ class StateBytes:
         return sum(self.first if which == "first" else self.last)
 
 
+def mtp_module_params(ctx: ModelContext) -> tuple[float, float]:
+    """(non-expert, routed-expert) parameters of one multi-token-prediction module: a layer of
+    the kind the model ends with (Megatron-Core builds it from the decoder's last layer spec:
+    an MoE layer in DeepSeek-V3) and its h x 2h projection (DeepSeek-V3 §2.2). Its embedding
+    and output head are the model's, shared (a copy of the embedding where it sits off the
+    embedding's rank). DeepSeek-V3: 11.6B + 0.1B, with the two 0.93B vocabulary matrices 13.5B,
+    against the 14B of MTP weights its checkpoint holds."""
+    m = ctx.model
+    proj = 2.0 * m.hidden * m.hidden
+    if ctx.n_moe:
+        return ctx.moe_shared_params + proj, ctx.moe_expert_params
+    return ctx.dense_layer_params + proj, 0.0
+
+
 def _stage_params(
     ctx: ModelContext, tp: int, pp: int, ep: int, etp: int | None = None
 ) -> tuple[float, float, float]:
@@ -96,24 +110,36 @@ def _stage_params(
     emb = c.embedding
     head = c.lm_head if c.lm_head else (vocab_rows if pp > 1 else 0)  # tied: copy on last stage
     pl = ctx.pipeline(pp)
+    # multi-token-prediction modules: a layer, an h x 2h projection and, off the embedding's
+    # rank, a copy of the embedding they look the shifted tokens up in
+    n_mtp, mtp_rank = ctx.job.mtp_layers, ctx.mtp_rank(pp)
+    mtp_shared, mtp_experts = mtp_module_params(ctx)
+    mtp_p = n_mtp * mtp_shared
+    mtp_exp = n_mtp * mtp_experts / ep
     if pl is not None:
         # an explicit layout: the rank with the most parameters, and the loss rank
         def rank_p(r: int) -> float:
+            mtp_here = r == mtp_rank
             return (
                 pl.rank_layers[r] * per_layer_shared
-                + (emb if r == pl.embedding_rank else 0.0)
+                + (emb if r == pl.embedding_rank or (mtp_here and n_mtp) else 0.0)
                 + (head if r == pl.loss_rank else 0.0)
+                + (mtp_p if mtp_here else 0.0)
             )
 
         most = max(rank_p(r) for r in range(pp))
-        busiest = max(pl.rank_layers)
-        return most / tp, rank_p(pl.loss_rank) / tp, busiest * per_layer_expert / etp
+        busiest = max(
+            n * per_layer_expert + (mtp_exp if r == mtp_rank else 0.0)
+            for r, n in enumerate(pl.rank_layers)
+        )
+        return most / tp, rank_p(pl.loss_rank) / tp, busiest / etp
     if pp == 1:
-        first = layers_first * per_layer_shared + emb + head
-        return first / tp, first / tp, layers_first * per_layer_expert / etp
+        first = layers_first * per_layer_shared + emb + head + mtp_p
+        return first / tp, first / tp, (layers_first * per_layer_expert + mtp_exp) / etp
     first = layers_first * per_layer_shared + emb
-    last = layers_last * per_layer_shared + head
-    return first / tp, last / tp, layers_first * per_layer_expert / etp
+    last = layers_last * per_layer_shared + head + mtp_p + (emb if n_mtp else 0.0)
+    most_exp = max(layers_first * per_layer_expert, layers_last * per_layer_expert + mtp_exp)
+    return first / tp, last / tp, most_exp / etp
 
 
 def expert_shard_group(lay: Layout, shard: int) -> int:
@@ -299,8 +325,10 @@ class MemoryBreakdown:
 
 
 def _rank_state(
-    ctx: ModelContext, lay: Layout, layers_r: int, first: bool, last: bool
+    ctx: ModelContext, lay: Layout, layers_r: int, first: bool, last: bool, mtp: int = 0
 ) -> tuple[float, float, float, float, float]:
+    """State bytes of a rank of `layers_r` layers (`mtp`: multi-token-prediction modules it
+    holds besides, each a layer, an h x 2h projection and, off the first rank, the embedding)."""
     key = (
         lay.tp,
         lay.pp,
@@ -313,6 +341,7 @@ def _rank_state(
         layers_r,
         first,
         last,
+        mtp,
     )
     cache = ctx.cache("rank_state")
     hit = cache.get(key)
@@ -321,12 +350,14 @@ def _rank_state(
     m, c = ctx.model, ctx.counts
     frac_moe = ctx.n_moe / m.layers
     per_layer = (1 - frac_moe) * ctx.dense_layer_params + frac_moe * ctx.moe_shared_params
-    p = layers_r * per_layer
-    if first:
+    mtp_shared, mtp_experts = mtp_module_params(ctx)
+    p = layers_r * per_layer + mtp * mtp_shared
+    if first or mtp:
         p += c.embedding
     if last:
         p += c.lm_head if c.lm_head else (c.output_projection if lay.pp > 1 else 0)
-    p_exp = layers_r * frac_moe * ctx.moe_expert_params / lay.ep / lay.expert_tp
+    p_exp = (layers_r * frac_moe * ctx.moe_expert_params + mtp * mtp_experts) / lay.ep
+    p_exp /= lay.expert_tp
     p /= lay.tp
     n = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp)
     n_exp = expert_shard_group(lay, n)
@@ -345,9 +376,12 @@ def memory_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> Memor
         # XLA on TPU assigns buffers statically at compile time: no CUDA context, NCCL
         # buffers or caching allocator (JAX's bytes_limit is the HBM XLA may plan into)
         frag, fixed = 0.0, 0.0
+    # each multi-token-prediction module keeps a layer's activations and its own logits
+    n_mtp, mtp_rank = ctx.job.mtp_layers, ctx.mtp_rank(lay.pp)
     if lay.pp == 1:
-        w, g, ms, o, z3 = _rank_state(ctx, lay, ctx.layers, True, True)
-        acts = ctx.layers * kept + working
+        logits *= 1 + n_mtp
+        w, g, ms, o, z3 = _rank_state(ctx, lay, ctx.layers, True, True, n_mtp)
+        acts = (ctx.layers + n_mtp) * kept + working
         host = ctx.layers * host_offload_bytes(ctx, lay)
         if is_xla(ctx):
             # two peaks, not their sum: the loss (logits and the output head's gathered weight
@@ -366,21 +400,27 @@ def memory_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> Memor
     else:
         layers, ranks = stage_layers(ctx.layers, lay.pp), _candidate_ranks(ctx.layers, lay.pp)
         emb_rank, loss_rank = 0, lay.pp - 1
+
+    def extras(rank: int) -> tuple[int, float]:
+        """(MTP modules, logits bytes) a rank holds beside its layers."""
+        m_r = n_mtp if rank == mtp_rank else 0
+        return m_r, (logits if rank == loss_rank else 0.0) + m_r * logits
+
     best_total, best_rank, best_acts = -1.0, 0, 0.0
     for rank in ranks:
+        m_r, lg = extras(rank)
         layers_r = layers[rank]
         last = rank == loss_rank
-        acts = in_flight_layers(lay, rank, layers_r, microbatches) * kept + working
-        lg = logits if last else 0.0
-        state = _rank_state(ctx, lay, layers_r, rank == emb_rank, last)
+        acts = in_flight_layers(lay, rank, layers_r + m_r, microbatches) * kept + working
+        state = _rank_state(ctx, lay, layers_r, rank == emb_rank, last, m_r)
         total = sum(state) + (acts + lg) * (1 + frag)
         if total > best_total:
             best_total, best_rank, best_acts = total, rank, acts
     first, last = best_rank == emb_rank, best_rank == loss_rank
-    w, g, ms, o, z3 = _rank_state(ctx, lay, layers[best_rank], first, last)
-    lg = logits if last else 0.0
+    m_best, lg = extras(best_rank)
+    w, g, ms, o, z3 = _rank_state(ctx, lay, layers[best_rank], first, last, m_best)
     stage = "first" if first else "last" if last else f"rank {best_rank}"
-    in_flight = in_flight_layers(lay, best_rank, layers[best_rank], microbatches)
+    in_flight = in_flight_layers(lay, best_rank, layers[best_rank] + m_best, microbatches)
     host = in_flight * host_offload_bytes(ctx, lay)
     return MemoryBreakdown(
         stage, w, g, ms, o, z3, best_acts, lg, frag * (best_acts + lg), fixed, cap, 0.0, host

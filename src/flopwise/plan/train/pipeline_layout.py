@@ -15,10 +15,13 @@ the loss): rank 7, which holds the loss, runs 9 layers and the logits, rank 3 ru
 the other ranks 10. Without a layout the plan splits the layers as evenly as pp allows and
 puts the logits on the last rank.
 
+``m`` is a multi-token-prediction module (DeepSeek-V3's MTP; TrainJob.mtp_layers): the layout
+must place as many as the job trains, after every transformer layer, in one stage.
+
 What the plan reads from it (``PipelineLayout``): each rank's decoder layers and which rank
-holds the embedding and the loss. The slowest rank (its layers plus, on the loss rank, the
-logits) paces the step; memory is judged on every rank's own layers and extras. Megatron's
-``m`` (a multi-token-prediction module) is refused: the planner does not price MTP modules.
+holds the embedding, the loss and the MTP modules. The slowest rank (its layers plus, on the
+loss rank, the logits, and on the MTP rank the modules) paces the step; memory is judged on every
+rank's own layers and extras.
 """
 
 from __future__ import annotations
@@ -28,7 +31,12 @@ from dataclasses import dataclass
 from flopwise.errors import FlopwiseError
 
 #: Layer letters of Megatron-Core's layout notation that the planner prices.
-LAYER_LETTERS: dict[str, str] = {"E": "embedding", "t": "transformer layer", "L": "loss"}
+LAYER_LETTERS: dict[str, str] = {
+    "E": "embedding",
+    "t": "transformer layer",
+    "m": "multi-token-prediction module",
+    "L": "loss",
+}
 
 #: Repeats of one letter or group beyond which a layout is surely a typo, and the most letters
 #: and separators a layout may expand to (a model of 10,000 layers over 10,000 stages fits).
@@ -60,15 +68,9 @@ def _expand(text: str, pos: int, depth: int) -> tuple[str, int]:
             raise FlopwiseError(f"pipeline layout {text!r}: '*' at {pos} repeats nothing")
         if c != "|" and c not in LAYER_LETTERS:
             known = ", ".join(f"{k} ({v})" for k, v in LAYER_LETTERS.items())
-            hint = (
-                "; 'm' (a multi-token-prediction module) is not modelled by the planner: "
-                "drop it from the layout"
-                if c == "m"
-                else ""
-            )
             raise FlopwiseError(
                 f"pipeline layout {text!r}: unknown letter {c!r} at {pos}; valid: {known}, "
-                f"'|' between stages, x*N and (...)*N repeats{hint}"
+                "'|' between stages, x*N and (...)*N repeats"
             )
         n, after = _repeat(text, pos + 1)
         _check_size(text, (1 if n is None else n) + sum(map(len, out)))
@@ -137,6 +139,7 @@ class PipelineLayout:
     chunk_layers: tuple[tuple[int, ...], ...]  # per rank, per virtual stage
     embedding_rank: int
     loss_rank: int
+    mtp_rank: int | None = None  # the rank holding the multi-token-prediction modules
 
     @property
     def busiest_rank(self) -> int:
@@ -147,8 +150,9 @@ class PipelineLayout:
         return self.chunk_layers[rank]
 
 
-def parse_pipeline_layout(text: str, pp: int, layers: int) -> PipelineLayout:
-    """`text` as a layout of `pp` pipeline ranks for a model of `layers` decoder layers."""
+def parse_pipeline_layout(text: str, pp: int, layers: int, mtp_layers: int = 0) -> PipelineLayout:
+    """`text` as a layout of `pp` pipeline ranks for a model of `layers` decoder layers trained
+    with `mtp_layers` multi-token-prediction modules (TrainJob.mtp_layers)."""
     if pp < 1:
         raise FlopwiseError(f"pipeline layout needs a pipeline degree of at least 1, got {pp}")
     stages = layout_stages(text)
@@ -162,6 +166,24 @@ def parse_pipeline_layout(text: str, pp: int, layers: int) -> PipelineLayout:
         raise FlopwiseError(
             f"pipeline layout {text!r} places {n_t} transformer layers (t); the model has {layers}"
         )
+    n_m = sum(s.count("m") for s in stages)
+    if n_m != mtp_layers:
+        raise FlopwiseError(
+            f"pipeline layout {text!r} places {n_m} multi-token-prediction module(s) (m); the "
+            f"job trains {mtp_layers} (--mtp-layers)"
+        )
+    m_stages = [i for i, s in enumerate(stages) if "m" in s]
+    if len(m_stages) > 1:
+        raise FlopwiseError(
+            f"pipeline layout {text!r} splits the multi-token-prediction modules over "
+            f"{len(m_stages)} stages; Megatron-Core keeps them in one"
+        )
+    flat = "".join(stages)
+    if "m" in flat and "t" in flat[flat.index("m") :]:
+        raise FlopwiseError(
+            f"pipeline layout {text!r}: a multi-token-prediction module (m) comes after every "
+            "transformer layer (t)"
+        )
     vpp = len(stages) // pp
     chunks = tuple(tuple(stages[v * pp + r].count("t") for v in range(vpp)) for r in range(pp))
     emb = next(i for i, s in enumerate(stages) if "E" in s) % pp
@@ -174,4 +196,5 @@ def parse_pipeline_layout(text: str, pp: int, layers: int) -> PipelineLayout:
         chunk_layers=chunks,
         embedding_rank=emb,
         loss_rank=loss,
+        mtp_rank=m_stages[0] % pp if m_stages else None,
     )

@@ -161,7 +161,9 @@ class TrainPlan:
         train_s = self.train_s
         c = self.ctx_summary
         mem = best.memory.to_dict()
+        notes = self._notes()
         return {
+            **({"notes": notes} if notes else {}),
             "method": "model",
             "note": "step-time model: GEMMs by shape, attention, memory-bound ops, exposed "
             "communication per parallel dimension, pipeline bubble, optimizer",
@@ -215,9 +217,22 @@ class TrainPlan:
             "optimizer": self._optimizer_dict(),
             "ep_dispatcher": job.ep_dispatcher,
             "pipeline_layout": self._pipeline_layout_dict(),
+            "mtp_layers": job.mtp_layers,
             "objective": job.objective,
             "search": self._search_dict(),
         }
+
+    def _notes(self) -> list[str]:
+        """What the plan leaves out that the model's config has."""
+        out = []
+        n = self.model.extra_layers_excluded
+        if n and not self.job.mtp_layers:
+            out.append(
+                f"{self.model.name} has {n} multi-token-prediction module{'s' if n > 1 else ''}, "
+                f"not trained in this plan; give --mtp-layers {n} to price {'them' if n > 1 else 'it'} "
+                "(DeepSeek-V3's pre-training and Megatron-Bridge's recipes train it)"
+            )
+        return out
 
     def _pipeline_layout_dict(self) -> dict[str, Any] | None:
         """The explicit pipeline layout the plan ran (None: layers split evenly): each rank's
@@ -225,13 +240,14 @@ class TrainPlan:
         text, pp = self.job.pipeline_layout, self.best.layout.pp
         if text is None or pp <= 1:
             return None
-        pl = parse_pipeline_layout(text, pp, self.model.layers)
+        pl = parse_pipeline_layout(text, pp, self.model.layers, self.job.mtp_layers)
         return {
             "layout": text,
             "stages": pl.pp * pl.vpp,
             "rank_layers": list(pl.rank_layers),
             "embedding_rank": pl.embedding_rank,
             "loss_rank": pl.loss_rank,
+            "mtp_rank": pl.mtp_rank,
         }
 
     def _optimizer_dict(self) -> dict[str, Any]:
@@ -297,7 +313,7 @@ def with_pipeline_layout(
             f"--pipeline-layout needs --pp: its stages are PP x VPP ({text!r}); give the "
             "pipeline degree it was written for"
         )
-    pl = parse_pipeline_layout(text, cons.pp, model.layers)
+    pl = parse_pipeline_layout(text, cons.pp, model.layers, job.mtp_layers)
     if cons.vpp is not None and cons.vpp != pl.vpp:
         raise FlopwiseError(
             f"--vpp {cons.vpp} disagrees with the pipeline layout, whose {pl.pp * pl.vpp} "

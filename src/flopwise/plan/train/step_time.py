@@ -385,6 +385,20 @@ class StepBreakdown:
         }
 
 
+def mtp_time_s(ctx: ModelContext, lay: Layout, layer_s: float, logits: float) -> float:
+    """Seconds per microbatch of the job's multi-token-prediction modules (TrainJob.mtp_layers,
+    DeepSeek-V3 §2.2): each runs one more layer (`layer_s`: the average layer with its
+    communication and recompute), its h x 2h projection of the normed hidden state and the
+    shifted token's embedding, and the shared output head with its own cross-entropy
+    (`logits`)."""
+    if not ctx.job.mtp_layers:
+        return 0.0
+    t = lay.microbatch * ctx.job.seq_len / lay.cp
+    h = ctx.model.hidden
+    pf, pb = _gemm(ctx, t, h / lay.tp, 2 * h)
+    return ctx.job.mtp_layers * (layer_s + (pf + pb) / ctx.gemm_fraction + logits)
+
+
 def _layout_pace(
     ctx: ModelContext,
     lay: Layout,
@@ -394,6 +408,7 @@ def _layout_pace(
     rc_layer: float,
     rc_attn: float,
     logits: float,
+    mtp: float = 0.0,
 ) -> tuple[int, float, float, float]:
     """(layers, extra seconds, recompute per layer, attention re-run per layer) of the rank that
     paces a step under an explicit pipeline layout: each rank runs its own layers (block
@@ -408,7 +423,7 @@ def _layout_pace(
         if block and lay.recompute_layers:
             n_rc = sum(min(lay.recompute_layers, c) for c in pl.rank_chunks(rank))
         rc = n_rc * unit if block else n * rc_layer
-        extra = logits if rank == pl.loss_rank else 0.0
+        extra = (logits if rank == pl.loss_rank else 0.0) + (mtp if rank == pl.mtp_rank else 0.0)
         t = n * per_layer_total + rc + extra
         if best is None or t > best[0]:
             best = (t, rank, extra, n_rc)
@@ -454,22 +469,24 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
         rc_attn = lc.attn_fwd if policy_recomputes_attention(ctx, lay) else 0.0
     else:
         rc_layer = 0.0
+    # multi-token-prediction modules, on the last rank unless a layout places them
+    mtp = mtp_time_s(ctx, lay, per_layer_total + rc_layer, logits)
     # the slowest stage sets the pace: the first (most layers) or the last (layers + logits)
     pl = ctx.pipeline(lay.pp)
     if lay.pp == 1:
-        n_layers, extra = ctx.layers, logits
+        n_layers, extra = ctx.layers, logits + mtp
     elif pl is not None:
         # an explicit layout: every rank's own layers, the loss rank's logits (pipeline_layout.py)
         n_layers, extra, rc_layer, rc_attn = _layout_pace(
-            ctx, lay, pl, lc, per_layer_total, rc_layer, rc_attn, logits
+            ctx, lay, pl, lc, per_layer_total, rc_layer, rc_attn, logits, mtp
         )
     elif (
         layers_first * (per_layer_total + rc_layer)
-        >= layers_last * (per_layer_total + rc_layer) + logits
+        >= layers_last * (per_layer_total + rc_layer) + logits + mtp
     ):
         n_layers, extra = layers_first, 0.0
     else:
-        n_layers, extra = layers_last, logits
+        n_layers, extra = layers_last, logits + mtp
     stage = n_layers * (per_layer_total + rc_layer) + extra
     # pipeline point-to-point: activations forward, gradients backward, per virtual stage
     pp_mb = 0.0

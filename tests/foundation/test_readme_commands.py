@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -108,7 +109,7 @@ def _argv(command: str, tmp: Path) -> list[str]:
     text = command.format(
         tmp=tmp, torchrun=torchrun, catalog=ROOT / "src/flopwise/catalog/data/models"
     )
-    argv = text.split()
+    argv = shlex.split(text)  # as a shell reads it: a quoted pipeline layout is one argument
     if argv[0] == "flopwise":
         argv = [sys.executable, "-m", "flopwise", *argv[1:]]
     return argv

@@ -39,10 +39,9 @@ def _positive_int(text: str) -> int:
 
 def non_negative_int(text: str) -> int:
     """A whole number of 0 or more ('3'), else a one-line error naming the text."""
-    t = text.strip()
-    if not t.isdigit():
-        raise FlopwiseError(f"{text!r} must be a whole number of 0 or more")
-    return int(t)
+    if not text.isdigit():
+        raise FlopwiseError(f"{text!r} must be a whole number, 0 or more")
+    return int(text)
 
 
 def _positive_float(text: str) -> float:

@@ -8,6 +8,7 @@ from typing import Any
 from flopwise.cli._args import (
     add_bench_outputs,
     non_negative_float,
+    non_negative_int,
     positive_float,
     positive_int,
     typed,
@@ -31,14 +32,6 @@ def _ops(text: str) -> tuple[str, ...]:
     if bad or not names:
         raise FlopwiseError(f"unknown op {', '.join(bad) or text!r}; valid: all, {', '.join(OPS)}")
     return names
-
-
-def _count(text: str) -> int:
-    from flopwise.errors import FlopwiseError
-
-    if not text.isdigit():
-        raise FlopwiseError(f"{text!r} must be a whole number, 0 or more")
-    return int(text)
 
 
 def _factor(text: str) -> float:
@@ -77,7 +70,7 @@ def register(bsub: Any) -> None:
     )
     p.add_argument("--iterations", "-n", type=positive_int, default=20, metavar="N",
                    help="timed iterations per size (default 20)")  # fmt: skip
-    p.add_argument("--warmup", "-w", type=typed(_count), default=5, metavar="N",
+    p.add_argument("--warmup", "-w", type=typed(non_negative_int), default=5, metavar="N",
                    help="warm-up iterations per size (default 5)")  # fmt: skip
     p.add_argument(
         "--group",

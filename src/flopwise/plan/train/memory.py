@@ -94,52 +94,60 @@ def mtp_module_params(ctx: ModelContext) -> tuple[float, float]:
     return ctx.dense_layer_params + proj, 0.0
 
 
+def _rank_params(
+    ctx: ModelContext, pp: int, ep: int, layers_r: int, first: bool, last: bool, mtp: int = 0
+) -> tuple[float, float]:
+    """(non-expert parameters, routed-expert parameters / ep) a pipeline rank holds, before any
+    TP split: its `layers_r` layers; the embedding where it is `first`, or where it runs `mtp`
+    multi-token-prediction modules, which look the shifted tokens up in a copy; the output head
+    where it is `last` (a tied head copied there when pp > 1); and those modules."""
+    m, c = ctx.model, ctx.counts
+    frac_moe = ctx.n_moe / m.layers
+    per_layer = (1 - frac_moe) * ctx.dense_layer_params + frac_moe * ctx.moe_shared_params
+    mtp_shared, mtp_experts = mtp_module_params(ctx)
+    p = layers_r * per_layer + mtp * mtp_shared
+    if first or mtp:
+        p += c.embedding
+    if last:
+        p += c.lm_head if c.lm_head else (c.output_projection if pp > 1 else 0)
+    p_exp = (layers_r * frac_moe * ctx.moe_expert_params + mtp * mtp_experts) / ep
+    return p, p_exp
+
+
 def _stage_params(
     ctx: ModelContext, tp: int, pp: int, ep: int, etp: int | None = None
 ) -> tuple[float, float, float]:
     """(non-expert params on the first stage, on the last stage, expert params per stage);
-    experts split over `etp` ranks (default: the TP degree)."""
+    experts split over `etp` ranks (default: the TP degree). With an explicit pipeline layout
+    the "first" stage is the rank holding the most parameters, the last the loss rank's."""
     etp = etp or tp
-    m, c = ctx.model, ctx.counts
-    layers_first = -(-m.layers // pp)
-    layers_last = m.layers // pp if pp > 1 else m.layers
-    frac_moe = ctx.n_moe / m.layers
-    per_layer_shared = (1 - frac_moe) * ctx.dense_layer_params + frac_moe * ctx.moe_shared_params
-    per_layer_expert = frac_moe * ctx.moe_expert_params / ep
-    vocab_rows = c.output_projection  # vocab x hidden
-    emb = c.embedding
-    head = c.lm_head if c.lm_head else (vocab_rows if pp > 1 else 0)  # tied: copy on last stage
-    pl = ctx.pipeline(pp)
-    # multi-token-prediction modules: a layer, an h x 2h projection and, off the embedding's
-    # rank, a copy of the embedding they look the shifted tokens up in
+    layers = ctx.model.layers
     n_mtp, mtp_rank = ctx.job.mtp_layers, ctx.mtp_rank(pp)
-    mtp_shared, mtp_experts = mtp_module_params(ctx)
-    mtp_p = n_mtp * mtp_shared
-    mtp_exp = n_mtp * mtp_experts / ep
+    pl = ctx.pipeline(pp)
     if pl is not None:
-        # an explicit layout: the rank with the most parameters, and the loss rank
-        def rank_p(r: int) -> float:
-            mtp_here = r == mtp_rank
-            return (
-                pl.rank_layers[r] * per_layer_shared
-                + (emb if r == pl.embedding_rank or (mtp_here and n_mtp) else 0.0)
-                + (head if r == pl.loss_rank else 0.0)
-                + (mtp_p if mtp_here else 0.0)
+        ranks = [
+            _rank_params(
+                ctx,
+                pp,
+                ep,
+                n,
+                r == pl.embedding_rank,
+                r == pl.loss_rank,
+                n_mtp if r == mtp_rank else 0,
             )
-
-        most = max(rank_p(r) for r in range(pp))
-        busiest = max(
-            n * per_layer_expert + (mtp_exp if r == mtp_rank else 0.0)
             for r, n in enumerate(pl.rank_layers)
-        )
-        return most / tp, rank_p(pl.loss_rank) / tp, busiest / etp
-    if pp == 1:
-        first = layers_first * per_layer_shared + emb + head + mtp_p
-        return first / tp, first / tp, (layers_first * per_layer_expert + mtp_exp) / etp
-    first = layers_first * per_layer_shared + emb
-    last = layers_last * per_layer_shared + head + mtp_p + (emb if n_mtp else 0.0)
-    most_exp = max(layers_first * per_layer_expert, layers_last * per_layer_expert + mtp_exp)
-    return first / tp, last / tp, most_exp / etp
+        ]
+        first, last = max(p for p, _ in ranks), ranks[pl.loss_rank][0]
+    elif pp == 1:
+        ranks = [_rank_params(ctx, pp, ep, layers, True, True, n_mtp)]
+        first = last = ranks[0][0]
+    else:
+        ranks = [
+            _rank_params(ctx, pp, ep, -(-layers // pp), True, False),
+            _rank_params(ctx, pp, ep, layers // pp, False, True, n_mtp),
+        ]
+        first, last = ranks[0][0], ranks[1][0]
+    return first / tp, last / tp, max(e for _, e in ranks) / etp
 
 
 def expert_shard_group(lay: Layout, shard: int) -> int:
@@ -347,16 +355,9 @@ def _rank_state(
     hit = cache.get(key)
     if hit is not None:
         return hit  # type: ignore[return-value]
-    m, c = ctx.model, ctx.counts
-    frac_moe = ctx.n_moe / m.layers
+    frac_moe = ctx.n_moe / ctx.model.layers
     per_layer = (1 - frac_moe) * ctx.dense_layer_params + frac_moe * ctx.moe_shared_params
-    mtp_shared, mtp_experts = mtp_module_params(ctx)
-    p = layers_r * per_layer + mtp * mtp_shared
-    if first or mtp:
-        p += c.embedding
-    if last:
-        p += c.lm_head if c.lm_head else (c.output_projection if lay.pp > 1 else 0)
-    p_exp = (layers_r * frac_moe * ctx.moe_expert_params + mtp * mtp_experts) / lay.ep
+    p, p_exp = _rank_params(ctx, lay.pp, lay.ep, layers_r, first, last, mtp)
     p_exp /= lay.expert_tp
     p /= lay.tp
     n = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp)

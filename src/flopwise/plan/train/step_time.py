@@ -400,7 +400,6 @@ def mtp_time_s(ctx: ModelContext, lay: Layout, layer_s: float, logits: float) ->
 
 
 def _layout_pace(
-    ctx: ModelContext,
     lay: Layout,
     pl: PipelineLayout,
     lc: LayerCost,
@@ -412,8 +411,8 @@ def _layout_pace(
 ) -> tuple[int, float, float, float]:
     """(layers, extra seconds, recompute per layer, attention re-run per layer) of the rank that
     paces a step under an explicit pipeline layout: each rank runs its own layers (block
-    recompute re-runs up to recompute_layers of each of its virtual stages) and the loss rank
-    the logits as well."""
+    recompute re-runs up to recompute_layers of each of its virtual stages), the loss rank the
+    logits as well and the MTP rank its modules (`mtp`)."""
     unit = lc.compute_fwd + lc.tp_fwd + lc.ep_fwd + lc.cp_fwd  # one fully recomputed layer
     block = lay.recompute == "full"
     best: tuple[float, int, float, int] | None = None
@@ -478,7 +477,7 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     elif pl is not None:
         # an explicit layout: every rank's own layers, the loss rank's logits (pipeline_layout.py)
         n_layers, extra, rc_layer, rc_attn = _layout_pace(
-            ctx, lay, pl, lc, per_layer_total, rc_layer, rc_attn, logits, mtp
+            lay, pl, lc, per_layer_total, rc_layer, rc_attn, logits, mtp
         )
     elif (
         layers_first * (per_layer_total + rc_layer)

@@ -29,7 +29,14 @@ from flopwise.cli.job_flag import (
     _remat_tensors,
 )
 from flopwise.plan.train.job import ATTENTION_IMPLS, TRAIN_DTYPES
+from flopwise.plan.train.lora import parse_lora_targets
 from flopwise.plan.train.muon import OPTIMIZERS
+
+
+def _lora_targets(text: str) -> tuple[str, ...]:
+    """--lora-targets: a comma list of lora.LORA_TARGETS, or all."""
+    return parse_lora_targets(text)
+
 
 #: Training: the workload, the layout (any left out is searched), the framework switches.
 TRAIN_FLAGS: list[JobFlag] = [
@@ -96,6 +103,33 @@ TRAIN_FLAGS: list[JobFlag] = [
         kinds=_T,
         choices=OPTIMIZERS,
         default="adamw",
+    ),
+    JobFlag(
+        "document-len",
+        "packed sequences: each sequence holds documents of N tokens and attention spans each "
+        "document only (varlen/THD packing, NeMo packed_sequence); for lengths that vary, the "
+        "token-weighted mean sum(d^2)/sum(d). Default: attention spans the whole sequence",
+        kinds=_T,
+        parse=_positive_int,
+        metavar="N",
+    ),
+    JobFlag(
+        "lora-rank",
+        "LoRA fine-tuning: adapters of rank R beside the targeted linears, every base weight "
+        "frozen (no weight-gradient GEMM, gradient, optimizer state or gradient traffic for "
+        "it). Dense models, AdamW. Default 0: every weight trained",
+        kinds=_T,
+        parse=non_negative_int,
+        metavar="R",
+    ),
+    JobFlag(
+        "lora-targets",
+        "with --lora-rank: the linears that carry an adapter, a comma list of qkv, proj, "
+        "fc1, fc2 (Megatron-Core's linear_qkv, linear_proj, linear_fc1, linear_fc2) or all. "
+        "Default all (NeMo 2 and Megatron-Bridge LoRA)",
+        kinds=_T,
+        parse=_lora_targets,
+        metavar="LIST",
     ),
     JobFlag(
         "inter-node-gbps",

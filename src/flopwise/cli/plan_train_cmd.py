@@ -45,6 +45,9 @@ def framework_job_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "optimizer": getattr(args, "optimizer", None) or "adamw",
         "pipeline_layout": getattr(args, "pipeline_layout", None),
         "mtp_layers": getattr(args, "mtp_layers", None) or 0,
+        "lora_rank": getattr(args, "lora_rank", None) or 0,
+        "lora_targets": getattr(args, "lora_targets", None),
+        "document_len": getattr(args, "document_len", None),
     }
 
 

@@ -50,6 +50,20 @@ def _optimizer_text(opt: dict[str, Any]) -> str:
     )
 
 
+def _lora_rows(lora: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """'fine-tuning: LoRA rank 32 on qkv, proj, fc1, fc2: 67.4M trained params (1.0%), ...'."""
+    if not lora:
+        return []
+    return [
+        (
+            "fine-tuning",
+            f"LoRA rank {lora['rank']} on {', '.join(lora['targets'])}: "
+            f"{fmt_count(lora['trainable_params'])} trained params "
+            f"({lora['trainable_share']:.2%}); base weights frozen",
+        )
+    ]
+
+
 def _block_text(n: int) -> str:
     """' (2 layers of each stage chunk)' for block recompute, '' for every layer."""
     return f" ({n} layer{'s' if n > 1 else ''} of each stage chunk)" if n else ""
@@ -139,8 +153,14 @@ def show_train_plan(doc: dict[str, Any]) -> None:
         (
             "job",
             f"{fmt_count(doc['tokens'])} tokens, seq {doc['seq_len']}, global batch "
-            f"{doc['global_batch_seqs']} seqs ({fmt_count(doc['global_batch_tokens'])} tokens)",
+            f"{doc['global_batch_seqs']} seqs ({fmt_count(doc['global_batch_tokens'])} tokens)"
+            + (
+                f", packed documents of {doc['document_len']} tokens"
+                if doc.get("document_len")
+                else ""
+            ),
         ),
+        *_lora_rows(doc.get("lora")),
         ("layout" if doc["fits"] is not False else "leanest layout", _layout_text(doc["layout"])),
         *_pipeline_rows(doc.get("pipeline_layout")),
         (

@@ -35,10 +35,29 @@ from .constants import MEMORY_HEADROOM_FRACTION
 from .fp8_recipes import Fp8Recipe, get_fp8_recipe, runs_block_scaled_mma
 from .job import TrainJob
 from .layout import zero_shard_gpus
+from .lora import adapter_params_per_layer, check_lora_model
 from .pipeline_layout import PipelineLayout, parse_pipeline_layout
 from .recipes import resolve_recipe
 
 _ALIBI_OR_LEARNED = ("bloom", "mpt", "gpt2", "opt", "falcon_alibi")
+
+
+def packed_documents(m: ModelSpec, seq_len: int, document_len: int | None) -> ModelSpec:
+    """The model as a job of packed documents runs it (TrainJob.document_len): every layer
+    attends within its document only, which is Llama 4's chunked attention with the document as
+    the chunk (each query sees the keys of its own chunk up to itself; the kernel is a causal
+    kernel over one chunk: workload/flops.py, plan/attention_rate.py). Unchanged without
+    documents, or with documents as long as the sequence."""
+    if document_len is None or document_len >= seq_len:
+        return m
+    if m.sliding_layers and m.sliding_window > 0:
+        raise FlopwiseError(
+            f"--document-len with {m.name}: its local-attention layers inside packed documents "
+            "are not modelled"
+        )
+    return replace(
+        m, sliding_window=document_len, sliding_layers=m.layers, local_attention="chunked"
+    )
 
 
 @dataclass(slots=True)
@@ -77,9 +96,13 @@ class ModelContext:
     model_flops_per_token: float = field(init=False)
     recompute_flops_per_token: dict[str, float] = field(init=False)
     rope: bool = field(init=False)
+    # LoRA (plan/train/lora.py): base weights frozen, adapters of this many parameters per layer
+    frozen: bool = field(init=False)
+    adapter_params_per_layer: float = field(init=False)
     caches: dict[str, dict[tuple[object, ...], object]] = field(init=False)
 
     def __post_init__(self) -> None:
+        self.model = packed_documents(self.model, self.job.seq_len, self.job.document_len)
         m, hw, job = self.model, self.hw, self.job
         self.counts = count_params(m)
         self.recipe = resolve_recipe(job.recipe_name)
@@ -178,6 +201,17 @@ class ModelContext:
                 rc["full"] += job.mtp_layers * (2.0 * layer + mtp_attn)
             if "selective" in rc:
                 rc["selective"] += job.mtp_layers * mtp_attn
+        self.frozen = job.lora_rank > 0
+        self.adapter_params_per_layer = 0.0
+        if self.frozen:
+            check_lora_model(m, job.lora_rank, job.mtp_layers, job.optimizer)
+            self.adapter_params_per_layer = adapter_params_per_layer(
+                m, job.lora_rank, job.lora_target_names, job.profile.separate_projections
+            )
+            # frozen weights (the output head's too) run no weight-gradient GEMM; the adapters
+            # run three passes of their own
+            self.model_flops_per_token -= 2.0 * self.counts.matmul_active
+            self.model_flops_per_token += 6.0 * m.layers * self.adapter_params_per_layer
         self.rope = m.learned_positions == 0 and m.model_type not in _ALIBI_OR_LEARNED
         self.caches = {}
 

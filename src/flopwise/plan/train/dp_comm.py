@@ -23,7 +23,7 @@ from .constants import ACT_BYTES, DP_OVERLAP_FRACTION, OVERLAP_COMPUTE_TAX
 from .context import ModelContext
 from .fp8_recipes import FP8_BYTES
 from .layout import Layout
-from .memory import _stage_params
+from .memory import _stage_params, trainable_stage_params
 from .recipes import grad_reduce_bytes
 
 
@@ -55,17 +55,28 @@ def dp_exposed_s(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: 
         def coll(op: str, n_bytes: float, group: int, tier: Tier) -> float:
             return units * collective_time_s(op, n_bytes / units, group, tier)
 
-        def traffic(params: float, group: int, s: int) -> tuple[float, float]:
+        # LoRA: gradients (and ZeRO-1/2's updated shards) cover the adapters only; ZeRO-3
+        # still gathers the frozen base weights it shards
+        t_first, _, t_exp = trainable_stage_params(ctx, lay.tp, lay.pp, lay.ep, lay.expert_tp)
+
+        def traffic(
+            params: float, group: int, s: int, trained: float | None = None
+        ) -> tuple[float, float]:
             """(gradient reduction, parameter gather) seconds for `params` over a DP group of
-            `group` ranks sharded in groups of `s` (s = group unless HSDP)."""
+            `group` ranks sharded in groups of `s` (s = group unless HSDP); `trained`: the part
+            of them that carries gradients (default all)."""
+            if trained is None:
+                trained = params
+            if lay.zero < 3:
+                params = trained
             if group <= 1 or not params:
                 return 0.0, 0.0
             tier = ctx.tier(group, lay.tp * n)
             if lay.zero == 0:
-                return collective_time_s("all_reduce", params * rb, group, tier), 0.0
+                return collective_time_s("all_reduce", trained * rb, group, tier), 0.0
             if s >= group:
                 return (
-                    coll("reduce_scatter", params * rb, group, tier),
+                    coll("reduce_scatter", trained * rb, group, tier),
                     coll("all_gather", params * gb, group, tier),
                 )
             # HSDP: reduce-scatter and gather inside the node, then all-reduce each GPU's
@@ -73,12 +84,12 @@ def dp_exposed_s(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: 
             inner = ctx.tier(s, lay.tp * s)
             reps = group // s
             outer = ctx.tier(reps, lay.tp * n)
-            red = coll("reduce_scatter", params * rb, s, inner)
-            red += coll("all_reduce", params / s * rb, reps, outer)
+            red = coll("reduce_scatter", trained * rb, s, inner)
+            red += coll("all_reduce", trained / s * rb, reps, outer)
             return red, coll("all_gather", params * gb, s, inner)
 
-        a = traffic(p_first, n, shard)
-        b = traffic(p_exp, n_exp, min(shard, n_exp))
+        a = traffic(p_first, n, shard, t_first)
+        b = traffic(p_exp, n_exp, min(shard, n_exp), t_exp)
         hit = (a[0] + b[0], a[1] + b[1])
         cache[key] = hit
     reduce_s, gather_s = cast("tuple[float, float]", hit)

@@ -140,11 +140,19 @@ def layer_cast_cost(
     # so their FC1/FC2 inputs are cast as any 16-bit tensor.
     te_fused = recipe.producer_writes_fp8 and ctx.job.profile.te_layernorm_modules
     produced_bytes = PRODUCER_FP8_CAST_BYTES if te_fused else act
+    grad_act = act  # the output gradients keep their cast-transpose (not traced for LoRA)
+    if ctx.frozen and recipe.library == "transformer-engine":
+        # LoRA: a frozen linear's weight gradient is not computed, so Transformer Engine makes
+        # no transposed FP8 copy of its input (TE 1.8 module/linear.py: the input transpose
+        # only `if weight.requires_grad`); a producer-written input then costs nothing beyond
+        # its producer (LoRA's Q/K/V adapter reads the norm's 16-bit output besides)
+        act -= FP8_BYTES
+        produced_bytes = 0.0 if te_fused else act
     mlp_in = h_in + width / tp
     fwd_elems_bytes = h_in * produced_bytes + attn_in * act
     fwd_elems_bytes += (1 - frac_moe) * mlp_in * produced_bytes + frac_moe * mlp_in * act
     fwd_bytes = fwd_elems_bytes * t
-    bwd_bytes = go_elems * t * act
+    bwd_bytes = go_elems * t * grad_act
     # TP-local weights of the layer (all local experts for a MoE layer)
     dense_w = (mult + 1) * m.ffn * h / tp if m.ffn else 0.0
     moe_w = (m.experts // ep) * (mult + 1) * m.expert_ffn * h / tp if m.is_moe else 0.0

@@ -45,12 +45,15 @@ def job_gemm_shapes(
     step_breakdown(ctx, layout, 1)
     shapes: set[JobGemm] = set()
     for key in ctx.cache("gemm"):
-        m, n, k, batch, _dtype, grouped = key
+        m, n, k, batch, _dtype, grouped, wgrad = key
         if not isinstance(batch, int) or (batch > 1 and not grouped):
             continue  # heads-batched attention GEMMs
         mi, ni, ki = (max(int(float(v)), 1) for v in (m, n, k))  # type: ignore[arg-type]
         groups = batch if grouped else 1
-        passes = ((mi, ni, ki), (mi, ki, ni), (ki, ni, mi)) if backward else ((mi, ni, ki),)
+        passes: tuple[tuple[int, int, int], ...] = ((mi, ni, ki),)
+        if backward:
+            # the data gradient, and the weight gradient unless the weight is frozen (LoRA)
+            passes += ((mi, ki, ni),) + (((ki, ni, mi),) if wgrad else ())
         for a, b, c in passes:
             shapes.add(JobGemm(groups, a, b, c))
     return sorted(shapes)

@@ -110,6 +110,15 @@ class TrainJob:
     # --mtp-num-layers): each one more transformer layer, an h x 2h projection and its own
     # logits and loss, on the rank the pipeline layout gives it (else the last). 0: none priced
     mtp_layers: int = 0
+    # LoRA fine-tuning (plan/train/lora.py): adapters of this rank beside the targeted linears,
+    # every base weight frozen (no weight gradient, optimizer state or gradient traffic). 0:
+    # every weight is trained
+    lora_rank: int = 0
+    # the linears that carry an adapter (lora.LORA_TARGETS); only with lora_rank
+    lora_targets: tuple[str, ...] | None = None
+    # packed sequences: each sequence holds documents of this many tokens and attention spans
+    # each document only (varlen / THD packing, cu_seqlens); None: the whole sequence
+    document_len: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("gpus", "seq_len", "global_batch_seqs"):
@@ -176,6 +185,18 @@ class TrainJob:
             object.__setattr__(self, "remat_tensors", parse_remat_tensors(text))
         if not 0 <= self.mtp_layers <= MAX_MTP_LAYERS:
             raise FlopwiseError(f"--mtp-layers must be 0..{MAX_MTP_LAYERS}, got {self.mtp_layers}")
+        if self.document_len is not None and self.document_len < 1:
+            raise FlopwiseError(f"--document-len must be at least 1, got {self.document_len}")
+        from flopwise.plan.train.lora import MAX_LORA_RANK, parse_lora_targets
+
+        if not 0 <= self.lora_rank <= MAX_LORA_RANK:
+            raise FlopwiseError(f"--lora-rank must be 0..{MAX_LORA_RANK}, got {self.lora_rank}")
+        if self.lora_targets is not None:
+            if not self.lora_rank:
+                raise FlopwiseError("--lora-targets needs --lora-rank (the adapters' rank)")
+            object.__setattr__(
+                self, "lora_targets", parse_lora_targets(",".join(self.lora_targets))
+            )
         if self.pipeline_layout is not None:
             from flopwise.plan.train.pipeline_layout import layout_stages
 
@@ -194,6 +215,15 @@ class TrainJob:
         if self.dtype == "fp32":  # CPUs planned from a measured fp32 rate
             return "fp32-adam"
         return self.profile.recipe_for(self.dtype)
+
+    @property
+    def lora_target_names(self) -> tuple[str, ...]:
+        """The linears carrying a LoRA adapter (none without --lora-rank)."""
+        from flopwise.plan.train.lora import DEFAULT_LORA_TARGETS
+
+        if not self.lora_rank:
+            return ()
+        return self.lora_targets or DEFAULT_LORA_TARGETS
 
     @property
     def attention_kernel(self) -> str:

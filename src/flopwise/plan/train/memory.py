@@ -150,6 +150,29 @@ def _stage_params(
     return first / tp, last / tp, max(e for _, e in ranks) / etp
 
 
+def trainable_stage_params(
+    ctx: ModelContext, tp: int, pp: int, ep: int, etp: int | None = None
+) -> tuple[float, float, float]:
+    """As _stage_params, the parameters that are trained (carry gradients and optimizer state):
+    every one, or under LoRA only the adapters of each stage's layers (plan/train/lora.py)."""
+    if not ctx.frozen:
+        return _stage_params(ctx, tp, pp, ep, etp)
+    first, last = _stage_layer_counts(ctx, pp)
+    a = ctx.adapter_params_per_layer / tp
+    return first * a, last * a, 0.0
+
+
+def _stage_layer_counts(ctx: ModelContext, pp: int) -> tuple[int, int]:
+    """(layers of the "first" stage as _stage_params counts it, of the last stage)."""
+    layers = ctx.model.layers
+    pl = ctx.pipeline(pp)
+    if pl is not None:
+        return max(pl.rank_layers), pl.rank_layers[pl.loss_rank]
+    if pp == 1:
+        return layers, layers
+    return -(-layers // pp), layers // pp
+
+
 def expert_shard_group(lay: Layout, shard: int) -> int:
     """Ranks ZeRO shards the expert states over: the expert data-parallel group, inside the
     dense states' shard group scaled by the TP ranks the experts are folded across."""
@@ -172,7 +195,14 @@ def state_bytes(ctx: ModelContext, lay: Layout) -> StateBytes:
     stage_max = max(pl.rank_layers) if pl is not None else -(-ctx.layers // lay.pp)
     layer_p = (p_first + p_exp) / max(stage_max, 1)
     gathered = _gathered_layers(ctx)
-    out = [_state(r, z, p, p_exp, n, n_exp, layer_p, gathered) for p in (p_first, p_last)]
+    if ctx.frozen:
+        a_first, a_last, _ = trainable_stage_params(ctx, lay.tp, lay.pp, lay.ep, lay.expert_tp)
+        out = [
+            _lora_state(r, z, p, p_exp, n, n_exp, layer_p, gathered, a)
+            for p, a in ((p_first, a_first), (p_last, a_last))
+        ]
+    else:
+        out = [_state(r, z, p, p_exp, n, n_exp, layer_p, gathered) for p in (p_first, p_last)]
     res = StateBytes(first=out[0], last=out[1])
     cache[key] = res
     return res
@@ -225,6 +255,29 @@ def _state(
     a = split(p, n)
     b = split(p_exp, n_exp)
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], transient)
+
+
+def _lora_state(
+    r: TrainingRecipe,
+    z: int,
+    p: float,
+    p_exp: float,
+    n: int,
+    n_exp: int,
+    layer_p: float,
+    gathered_layers: int,
+    adapters: float,
+) -> tuple[float, float, float, float, float]:
+    """(weights, grads, master, optimizer, transient) bytes under LoRA (plan/train/lora.py):
+    the frozen base weights at their stored bytes (16-bit where the recipe keeps fp32 sharded
+    parameters as its master), sharded under ZeRO-3, with no gradient, master or optimizer
+    state; the `adapters` with the recipe's whole state; ZeRO-3's gathered layers hold 16-bit
+    weights and no gradients."""
+    wf = r.weights if r.weights > 0 else ACT_BYTES
+    base = wf * (p / (n if z >= 3 else 1) + p_exp / (n_exp if z >= 3 else 1))
+    aw, ag, am, ao, _ = _state(r, z, adapters, 0.0, n, n_exp, 0.0, gathered_layers)
+    transient = gathered_layers * layer_p * ACT_BYTES if z >= 3 else 0.0
+    return (base + aw, ag, am, ao, transient)
 
 
 @lru_cache(maxsize=4096)
@@ -363,7 +416,12 @@ def _rank_state(
     n = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp)
     n_exp = expert_shard_group(lay, n)
     layer_p = per_layer / lay.tp + frac_moe * ctx.moe_expert_params / lay.ep / lay.expert_tp
-    res = _state(ctx.recipe, lay.zero, p, p_exp, n, n_exp, layer_p, _gathered_layers(ctx))
+    gathered = _gathered_layers(ctx)
+    if ctx.frozen:
+        adapters = layers_r * ctx.adapter_params_per_layer / lay.tp
+        res = _lora_state(ctx.recipe, lay.zero, p, p_exp, n, n_exp, layer_p, gathered, adapters)
+    else:
+        res = _state(ctx.recipe, lay.zero, p, p_exp, n, n_exp, layer_p, gathered)
     cache[key] = res
     return res
 

@@ -218,8 +218,28 @@ class TrainPlan:
             "ep_dispatcher": job.ep_dispatcher,
             "pipeline_layout": self._pipeline_layout_dict(),
             "mtp_layers": job.mtp_layers,
+            "lora": self._lora_dict(),
+            "document_len": job.document_len,
             "objective": job.objective,
             "search": self._search_dict(),
+        }
+
+    def _lora_dict(self) -> dict[str, Any] | None:
+        """LoRA fine-tuning (plan/train/lora.py): the adapters' rank, targets and trained
+        parameters; None when every weight is trained."""
+        job = self.job
+        if not job.lora_rank:
+            return None
+        adapters = float(self.ctx_summary["adapter_params"])
+        return {
+            "rank": job.lora_rank,
+            "targets": list(job.lora_target_names),
+            "trainable_params": adapters,
+            "trainable_share": adapters / float(self.ctx_summary["params"]),
+            "frozen": "every base weight: no weight-gradient GEMM, gradient, optimizer state "
+            "or gradient traffic",
+            "flops_convention": "the frozen weights' matmuls count 2 passes (forward, data "
+            "gradient), the adapters' 3, attention 3",
         }
 
     def _notes(self) -> list[str]:

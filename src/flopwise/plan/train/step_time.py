@@ -42,7 +42,8 @@ from .dp_comm import dp_exposed_s, tied_embedding_s
 from .fp8 import layer_cast_cost
 from .fp8_recipes import FP8_BYTES
 from .layout import Layout, stage_layers
-from .memory import _stage_params, expert_shard_group
+from .lora import target_linears
+from .memory import expert_shard_group, trainable_stage_params
 from .muon import layer_matrices, newton_schulz_s, tp_gather_s
 from .pipeline_layout import PipelineLayout
 from .pointwise import layer_pointwise_bytes
@@ -75,11 +76,16 @@ def _gemm(
     batch: int = 1,
     dtype: str | None = None,
     grouped: bool = False,
+    wgrad: bool | None = None,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of `batch` GEMMs (m x k) @ (k x n); `grouped`: one grouped
-    kernel per pass (MoE experts, at GROUPED_GEMM_EFFICIENCY of the dense FLOP roof)."""
+    kernel per pass (MoE experts, at GROUPED_GEMM_EFFICIENCY of the dense FLOP roof); `wgrad`:
+    whether the backward computes the weight's gradient (default: unless the job's base weights
+    are frozen, LoRA: only the data gradient then)."""
     dt = dtype or ctx.job.dtype
-    key = (m, n, k, batch, dt, grouped)
+    if wgrad is None:
+        wgrad = not ctx.frozen
+    key = (m, n, k, batch, dt, grouped, wgrad)
     cache = ctx.cache("gemm")
     hit = cache.get(key)
     if hit is not None:
@@ -96,7 +102,9 @@ def _gemm(
         fwd /= r.fwd_gemm_fraction
         dgrad /= r.dgrad_gemm_fraction
         wgrad_dt = r.wgrad_dtype
-    bwd = dgrad + gemm_time_s(ki, ni, mi, ctx.hw, wgrad_dt, batch, grouped=grouped)
+    bwd = dgrad
+    if wgrad:
+        bwd += gemm_time_s(ki, ni, mi, ctx.hw, wgrad_dt, batch, grouped=grouped)
     cache[key] = (fwd, bwd)
     return fwd, bwd
 
@@ -163,6 +171,11 @@ def layer_cost(
     g_bwd = qkv[1] + out[1]
     g_fwd += (1 - frac_moe) * sum(x[0] for x in dense_mlp) + frac_moe * sum(x[0] for x in moe_mlp)
     g_bwd += (1 - frac_moe) * sum(x[1] for x in dense_mlp) + frac_moe * sum(x[1] for x in moe_mlp)
+    if ctx.frozen:
+        # LoRA: each targeted linear's adapter, x A then (x A) B, trained (16-bit)
+        ad_f, ad_b = adapter_gemms_s(ctx, t, tp)
+        g_fwd += ad_f
+        g_bwd += ad_b
     sustain = ctx.gemm_fraction
     g_fwd /= sustain
     g_bwd /= sustain
@@ -241,6 +254,25 @@ def layer_cost(
     )
     cache[key] = res
     return res
+
+
+def adapter_gemms_s(ctx: ModelContext, t: float, tp: int) -> tuple[float, float]:
+    """(forward, backward) seconds of one layer's LoRA adapters for `t` tokens on one GPU
+    (plan/train/lora.py): per targeted linear x A (in x r) and (x A) B (r x out), both trained,
+    in 16-bit; TP splits B's output on column-parallel targets, A's input on row-parallel ones."""
+    r = ctx.job.lora_rank
+    dt = "bf16" if ctx.job.dtype == "fp8" else None
+    fwd = bwd = 0.0
+    for lin in target_linears(
+        ctx.model, ctx.job.lora_target_names, ctx.job.profile.separate_projections
+    ):
+        d_in = lin.d_in if lin.column_parallel else lin.d_in / tp
+        d_out = lin.d_out / tp if lin.column_parallel else lin.d_out
+        for n, k in ((r, d_in), (d_out, r)):
+            f, b = _gemm(ctx, t, n, k, dtype=dt, wgrad=True)
+            fwd += f
+            bwd += b
+    return fwd, bwd
 
 
 def expected_nodes_per_token(model: ModelSpec, nodes: int) -> float:
@@ -503,7 +535,8 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     mb_fwd = n_layers * lc.compute_fwd
     mb_bwd = n_layers * lc.compute_bwd
     dp = dp_exposed_s(ctx, lay, m, mb_fwd, mb_bwd + n_layers * rc_layer)
-    p_first, _, p_exp = _stage_params(ctx, lay.tp, lay.pp, lay.ep, lay.expert_tp)
+    # what the optimizer updates and the gradients cover: every weight, or LoRA's adapters
+    p_first, _, p_exp = trainable_stage_params(ctx, lay.tp, lay.pp, lay.ep, lay.expert_tp)
     shard = ctx.shard_group(lay.tp, lay.dp, lay.cp, lay.hsdp) if lay.zero >= 1 else 1
     shard_e = expert_shard_group(lay, shard) if lay.zero >= 1 else 1
     updated = p_first / shard + p_exp / shard_e

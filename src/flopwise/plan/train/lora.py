@@ -1,0 +1,123 @@
+"""LoRA fine-tuning (``--lora-rank R``, ``--lora-targets``): frozen base weights, low-rank adapters.
+
+LoRA (Hu et al. 2021, arXiv:2106.09685 §4.1) keeps every pretrained weight W frozen and trains,
+beside each targeted linear, A (r x in) and B (out x r): y = W x + B A x. What that changes in a
+training step, as the step and memory models price it:
+
+- Backward: a frozen linear computes only its data gradient (the gradient that flows on to the
+  layers below); its weight-gradient GEMM is not run, because nothing needs it (PyTorch autograd
+  computes a gradient only for inputs that require one; Transformer Engine's linears skip the
+  weight gradient when the weight does not require grad). The output head is frozen too. So a
+  step's GEMM work is forward + data gradient, about 4 x the base matmul FLOPs per token
+  instead of 6 x, plus the adapters'.
+- Adapters: two GEMMs forward (x A, then (x A) B) and four backward (data and weight gradients
+  of both) per targeted linear, in 16-bit; the column-parallel targets (Q/K/V, FC1) split B's
+  output over TP, the row-parallel ones (attention output, FC2) A's input.
+- Training state: the base weights keep their stored bytes (16-bit, and a recipe's FP8 copy)
+  but have no gradient, fp32 master or optimizer state; the adapters carry the full recipe.
+  Data-parallel gradient traffic, ZeRO gradient handling and the optimizer step cover the
+  adapters only; ZeRO-3 still gathers the sharded base weights.
+- Activations: as in full training. A targeted linear's input is kept for its adapter's A
+  gradient anyway; a frozen, untargeted one's would not have to be, which the memory model does
+  not subtract (an upper bound when fewer than all four linears are targeted).
+- FP8: the recipe's casts are charged as in full training (the weight-gradient transposes that
+  a frozen linear does not need are not subtracted: a few percent of an FP8 step at most).
+
+Not modelled, and refused with one line: MoE models (adapters on routed experts), the Muon
+optimizer, multi-token-prediction modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flopwise.errors import FlopwiseError
+from flopwise.workload.spec import ModelSpec
+
+#: The linears an adapter can sit beside, by Megatron-Core's names without the `linear_` prefix:
+#: the fused Q/K/V projection, the attention output projection, the MLP's up (with gate) and
+#: down projections.
+LORA_TARGETS: tuple[str, ...] = ("qkv", "proj", "fc1", "fc2")
+
+#: Targets when none are named: every linear of the block, as NeMo 2.0's and Megatron-Bridge's
+#: `LoRA` default target_modules (linear_qkv, linear_proj, linear_fc1, linear_fc2).
+DEFAULT_LORA_TARGETS: tuple[str, ...] = LORA_TARGETS
+
+#: Highest adapter rank a plan takes (LoRA papers use 1-256; more is surely a typo).
+MAX_LORA_RANK = 4096
+
+
+def parse_lora_targets(text: str) -> tuple[str, ...]:
+    """A comma list of LORA_TARGETS (``all`` for all four), in canonical order, or a one-line
+    error naming the bad name and the valid ones."""
+    names = [p.strip().lower() for p in text.split(",") if p.strip()]
+    if names == ["all"]:
+        return LORA_TARGETS
+    if not names:
+        raise FlopwiseError(f"--lora-targets is empty; give some of {', '.join(LORA_TARGETS)}")
+    for n in names:
+        if n not in LORA_TARGETS:
+            raise FlopwiseError(
+                f"--lora-targets: {n!r} is not one of {', '.join(LORA_TARGETS)} (or all)"
+            )
+    return tuple(t for t in LORA_TARGETS if t in names)
+
+
+@dataclass(frozen=True, slots=True)
+class Linear:
+    """One targeted linear of a layer: its input and output widths (whole, before TP) and
+    whether TP splits its output (column-parallel) or its input (row-parallel)."""
+
+    name: str
+    d_in: float
+    d_out: float
+    column_parallel: bool
+
+
+def target_linears(
+    m: ModelSpec, targets: tuple[str, ...], separate: bool = False
+) -> tuple[Linear, ...]:
+    """The linears of one (dense) layer that carry an adapter. Megatron-Core fuses Q/K/V into
+    one linear and gate/up into FC1, each with one adapter; where the model code keeps them
+    apart (`separate`: Hugging Face's and torchtitan's q/k/v_proj, gate/up_proj, as PEFT
+    targets them) each has its own."""
+    h, mult = m.hidden, 2 if m.gated_mlp else 1
+    q, k, v = m.heads * m.head_dim, m.kv_heads * m.head_dim, m.kv_heads * m.v_head_dim
+    by_target: dict[str, tuple[Linear, ...]] = {
+        "proj": (Linear("proj", m.heads * m.v_head_dim, h, False),),
+        "fc2": (Linear("fc2", m.ffn, h, False),),
+    }
+    if separate:
+        by_target["qkv"] = tuple(Linear(n, h, w, True) for n, w in (("q", q), ("k", k), ("v", v)))
+        by_target["fc1"] = tuple(Linear(n, h, m.ffn, True) for n in ("gate", "up")[-mult:])
+    else:
+        by_target["qkv"] = (Linear("qkv", h, q + k + v, True),)
+        by_target["fc1"] = (Linear("fc1", h, mult * m.ffn, True),)
+    return tuple(lin for t in targets for lin in by_target[t])
+
+
+def adapter_params_per_layer(
+    m: ModelSpec, rank: int, targets: tuple[str, ...], separate: bool = False
+) -> float:
+    """Trained parameters one layer's adapters hold: r x (in + out) per targeted linear."""
+    return float(sum(rank * (lin.d_in + lin.d_out) for lin in target_linears(m, targets, separate)))
+
+
+def check_lora_model(m: ModelSpec, rank: int, mtp_layers: int, optimizer: str) -> None:
+    """Refuse what the LoRA model does not price, in one line each."""
+    if rank <= 0:
+        return
+    if m.is_moe:
+        raise FlopwiseError(
+            f"--lora-rank with {m.name}: LoRA plans cover dense models; adapters on MoE "
+            "experts are not modelled"
+        )
+    if mtp_layers:
+        raise FlopwiseError("--lora-rank with --mtp-layers is not modelled; drop one of them")
+    if optimizer != "adamw":
+        raise FlopwiseError(f"--lora-rank with --optimizer {optimizer} is not modelled; use adamw")
+    if rank >= m.hidden:
+        raise FlopwiseError(
+            f"--lora-rank {rank} is not low rank for {m.name} (hidden {m.hidden}); give less "
+            f"than {m.hidden}"
+        )

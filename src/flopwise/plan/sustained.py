@@ -93,10 +93,13 @@ from flopwise.plan.efficiency import power_clock_factor
 #: NVIDIA's published timings by sequence length (efficiency.BLACKWELL_ATTENTION) instead of the
 #: papers' constant fractions: NeMo's B200 rows at 16K-64K get 3-6% faster, and the default,
 #: which they pull, gives back: 0.785 -> 0.78; every die unchanged.
-SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.78
+#: Refitted 2026-11-29 (third) with NeMo 24.07's six fine-tuning rows posed (SFT and LoRA on
+#: packed SQuAD examples: plan/train/lora.py, TrainJob.document_len; 215 rows): gh100
+#: 0.73 -> 0.735, default 0.78 -> 0.785; the other dies unchanged.
+SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.785
 SUSTAINED_COMPUTE_FRACTION: dict[str, float] = {
     "ga100": 0.81,
-    "gh100": 0.73,
+    "gh100": 0.735,
     "tpu-v5e": 0.90,
     "tpu-v5p": 0.815,
     "tpu-v6e": 0.73,
@@ -134,7 +137,7 @@ FRACTION_FIT_ROWS: dict[str, tuple[str, ...]] = {"cdna3": ("torchao_mi300x_llama
 #: against its burst 547.1 (attention.csv: 621.6 forward, 521.8 backward, the backward 2.5x
 #: the forward's FLOPs), 0.971. The training fraction above (GH100 0.73) is this power cap and
 #: what only a training step adds on top of it: launch gaps between thousands of eager kernels
-#: and GEMMs sharing SMs and HBM with overlapped NCCL collectives, 0.73 / 0.788 = 0.93 of it.
+#: and GEMMs sharing SMs and HBM with overlapped NCCL collectives, 0.735 / 0.788 = 0.93 of it.
 #: A serving engine adds neither (decode runs in CUDA graphs or a compiled engine, and its
 #: tensor-parallel all-reduces run between the GEMMs, priced on their own), so on a die with a
 #: measurement its GEMMs and prefill attention run at these shares; elsewhere at the die's
@@ -210,7 +213,7 @@ TRAINING_ONLY_REFERENCE_DIE = "gh100"
 
 def training_only_share(die: str = TRAINING_ONLY_REFERENCE_DIE) -> float:
     """What a training step keeps of its die's power-capped GEMM rate: the die's fitted fraction
-    over its measured POWER_CAPPED_SHARE (GH100: 0.73 / 0.788 = 0.926)."""
+    over its measured POWER_CAPPED_SHARE (GH100: 0.735 / 0.788 = 0.933)."""
     return SUSTAINED_COMPUTE_FRACTION[die] / POWER_CAPPED_SHARE[die]["gemm"]
 
 

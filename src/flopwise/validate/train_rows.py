@@ -182,13 +182,13 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
         out += ["--no-sequence-parallel"]
         return out, "DeepSpeed pipeline engine, ZeRO-1 (tr11-176B-ml README)"
     if family == "nemo":
-        if "lora" in rid:
-            return "LoRA fine-tuning: frozen base weights (no weight gradients) are not modelled"
-        if "_sft_" in rid:
-            return (
-                "SFT on SQuAD packed to 4096 tokens: attention spans each packed example, "
-                "whose lengths are not published, not the 4096-token sequence"
-            )
+        if "_ft_" in rid:
+            out += list(NEMO_2407_FINETUNING_FLAGS)
+            note = NEMO_2407_FINETUNING_NOTE
+            if "lora" in rid:
+                out += list(NEMO_2407_LORA_FLAGS)
+            elif rid in NEMO_2407_SFT_VPP:
+                out += ["--vpp", str(NEMO_2407_SFT_VPP[rid])]
         if tp and pp and dp and (tp * pp * dp * (cp or 1)) != gpus:
             return (
                 f"layout inconsistent in the source: TPxPPxDPxCP = {tp * pp * dp * (cp or 1)} "
@@ -212,7 +212,9 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
                 "--recipe",
                 "nemo-fp8" if "fp8" in row.get("dtype", "").lower() else "nemo-bf16",
             ]
-        return out, "NeMo recipes: distributed optimizer (ZeRO-1), SP with TP"
+        return out, (note + "; " if note else "") + (
+            "NeMo recipes: distributed optimizer (ZeRO-1), SP with TP"
+        )
     if family == "llm-foundry":
         # the 'Large Scale' table ran FSDP SHARD_GRAD_OP (parameters gathered once per step
         # and kept through the backward; gradients and optimizer state sharded) = ZeRO-2
@@ -306,6 +308,31 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
         out += ["--fused-loss"]
         return out, note
     return "no published layout for this family of runs"
+
+
+#: NeMo 24.07's fine-tuning table (SFT and LoRA on SQuAD v1.1 "packed to 4096 tokens") ran
+#: NeMo-Framework-Launcher 24.07's examples/peft/llama/h100/*.sh (their TP/PP, batch 32 and
+#: microbatch 1 match every row): `packed_sequence=true`, so attention spans each packed example
+#: (THD format, cu_seqlens: NeMo r2.0.0rc1 megatron_gpt_model.py PackedSeqParams). An example is
+#: `{question} {title} Paragraph: {context} {answer}` (the launcher's prepare_squad.py and
+#: sft.yaml prompt_template), about 230 Llama 2 tokens on average and 270 weighted by tokens
+#: (sum(d^2)/sum(d), what attention's cost follows; counted 2026-11-29 with the Llama 2
+#: tokenizer over 3,807 examples of the first 11 articles of train-v1.1.json, about 4% of it).
+#: No recompute: the launcher's sft.yaml at 24.07 sets `activations_checkpoint_granularity: null`
+#: and the scripts do not override it.
+NEMO_2407_FINETUNING_FLAGS: tuple[str, ...] = ("--document-len", "270", "--recompute", "none")
+NEMO_2407_FINETUNING_NOTE = "SQuAD examples packed to 4096 tokens, 270 tokens token-weighted"
+#: Its LoRA rows: launcher conf/peft/llama/sft.yaml `lora_tuning.adapter_dim: 32` with no
+#: target_modules, so NeMo's default `("attention_qkv",)` (nemo/collections/nlp/parts/
+#: peft_config.py at r2.0.0rc1 get_target_modules); the base model in FP8 (`fp8=true`,
+#: `fp8_params=true`), the adapters 16-bit Megatron linears (parallel_adapters.py).
+NEMO_2407_LORA_FLAGS: tuple[str, ...] = ("--lora-rank", "32", "--lora-targets", "qkv")
+#: The SFT rows' interleaving at the launcher's 24.07 tag: examples/peft/llama/h100/13b_1node.sh
+#: (TP 1, PP 4, VP 10) and 70b_2node.sh (TP 4, PP 4, VP 20), both with overlap_p2p_comm.
+NEMO_2407_SFT_VPP: dict[str, int] = {
+    "nemo2407_ft_llama2_13b_sft_8gpu": 10,
+    "nemo2407_ft_llama2_70b_sft_16gpu": 20,
+}
 
 
 #: torchtitan rows whose table names no compile setting but whose config sets it: the 405B

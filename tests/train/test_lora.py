@@ -180,3 +180,20 @@ def test_cli_json_and_job_file(tmp_path) -> None:  # type: ignore[no-untyped-def
     e = run_cli(*_CMD, "--lora-rank", "8", "--lora-targets", "fc9")
     assert e.returncode == 2 and "Traceback" not in e.stderr
     assert "fc9" in e.stderr and len(e.stderr.strip().splitlines()) == 1
+
+
+def test_frozen_untargeted_linears_keep_no_input() -> None:
+    lay = Layout(tp=1, pp=1, dp=8, microbatch=1, zero=1)
+    full = memory_breakdown(_ctx(), lay, 4).activations
+    every = memory_breakdown(_ctx(32), lay, 4).activations
+    qkv = memory_breakdown(_ctx(32, ("qkv",)), lay, 4).activations
+    # 16-bit: every linear targeted keeps what full training keeps; Q/K/V alone drops the
+    # MLP norm's output (h) and the activation's output (ffn) per token and layer
+    assert every == pytest.approx(full)
+    m = load_model("llama-2-7b")
+    dropped = (m.hidden + m.ffn) * 4096 * 2 * m.layers  # bytes, 4,096 tokens, every layer
+    assert full - qkv == pytest.approx(dropped, rel=1e-6)
+    # Transformer Engine FP8: the adapters keep 16-bit inputs where TE kept an FP8 copy
+    fp8_full = memory_breakdown(_ctx(dtype="fp8"), lay, 4).activations
+    fp8_every = memory_breakdown(_ctx(32, dtype="fp8"), lay, 4).activations
+    assert fp8_every > fp8_full

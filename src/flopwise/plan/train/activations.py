@@ -74,6 +74,8 @@ def layer_activation_bytes(
             m.experts_per_token * m.expert_ffn / tp + m.shared_experts * m.shared_expert_ffn / tp
         )
         per_token -= 0.5 * (norm_outputs + act_out)
+    if ctx.frozen:
+        per_token += _lora_saved_inputs_delta(ctx, h / (tp if sp else 1), m.ffn / tp)
     full_input = h / (tp if sp else 1)
     scores = 0.0
     if ctx.job.attention_kernel == "unfused":
@@ -84,6 +86,24 @@ def layer_activation_bytes(
         (o + lse) * tokens * ACT_BYTES + scores,
         full_input * tokens * ACT_BYTES,
     )
+
+
+def _lora_saved_inputs_delta(ctx: ModelContext, norm_out: float, act_out: float) -> float:
+    """Elements per token LoRA changes among the saved linear inputs of a dense layer (QKV's
+    and FC1's the norms' outputs, FC2's the activation's output; the attention projection's
+    input is the attention output, which the attention kernel keeps anyway). A frozen linear
+    saves no input for the weight gradient it does not compute (Transformer Engine >= 1.6, TE
+    #739: `ln_out if weight.requires_grad else None`; PyTorch autograd saves a matmul's input
+    only when the weight needs a gradient); a targeted linear's adapter keeps that input in
+    16-bit for its A gradient (NeMo's LoRA asks LayerNormLinear for `return_layernorm_output`),
+    in place of Transformer Engine's FP8 copy."""
+    te_fp8 = ctx.recipe.name in TE_FP8_RECIPES
+    targets = ctx.job.lora_target_names
+    delta = 0.0
+    for name, elems in (("qkv", norm_out), ("fc1", norm_out), ("fc2", act_out)):
+        counted = 0.5 * elems if te_fp8 else elems  # as layer_activation_bytes counted it
+        delta += (elems if name in targets else 0.0) - counted
+    return delta
 
 
 def op_checkpoint_bytes(ctx: ModelContext, tp: int, cp: int, mb: int, sp: bool) -> float:

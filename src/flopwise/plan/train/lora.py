@@ -17,9 +17,9 @@ training step, as the step and memory models price it:
   but have no gradient, fp32 master or optimizer state; the adapters carry the full recipe.
   Data-parallel gradient traffic, ZeRO gradient handling and the optimizer step cover the
   adapters only; ZeRO-3 still gathers the sharded base weights.
-- Activations: as in full training. A targeted linear's input is kept for its adapter's A
-  gradient anyway; a frozen, untargeted one's would not have to be, which the memory model does
-  not subtract (an upper bound when fewer than all four linears are targeted).
+- Activations: a frozen linear saves no input for the weight gradient it skips; a targeted
+  one's adapter keeps that input in 16-bit for its A gradient (activations.py
+  _lora_saved_inputs_delta).
 - FP8: the recipe's casts are charged as in full training (the weight-gradient transposes that
   a frozen linear does not need are not subtracted: a few percent of an FP8 step at most).
 

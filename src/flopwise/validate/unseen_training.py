@@ -1,10 +1,12 @@
 """Training runs no constant was fitted to: newer published tables, dense and mixture-of-experts.
 
-Each row of catalog/data/published/training_unseen.csv is one published pre-training throughput
-(tokens/s per GPU) with the layout the source states. flopwise poses the ``flopwise plan train``
-command a user would type for it (catalog model, the row's framework (``--framework nemo``
-unless its ``framework`` cell names another), the published TP/PP/CP/VP/EP, microbatch and
-global batch, recompute where stated, ``--dtype`` and FP8 recipe) and compares like with like.
+Each row of catalog/data/published/training_unseen.csv is one published pre-training or
+fine-tuning (SFT, LoRA) throughput (tokens/s per GPU) with the layout the source states.
+flopwise poses the ``flopwise plan train`` command a user would type for it (catalog model, the
+row's framework (``--framework nemo`` unless its ``framework`` cell names another), the
+published TP/PP/CP/VP/EP, microbatch and global batch, recompute where stated, ``--dtype`` and
+FP8 recipe; LoRA's rank and targets and the packed examples' length where the recipe
+fine-tunes) and compares like with like.
 
 Nothing is fitted to these rows and no modelling choice was made with them in view: they were
 read after the fitted constant was last changed, so every error here is out of sample. They are
@@ -132,6 +134,17 @@ def pose_argv(r: Row) -> list[str] | str:
     if layout:
         # the layers per pipeline stage the edition's recipe set or computed (NOTES.md)
         argv += ["--pipeline-layout", layout]
+    lora = _cell(r, "lora_rank")
+    if lora:
+        # a LoRA fine-tuning row: the recipe's adapter rank and target modules (NOTES.md)
+        argv += ["--lora-rank", str(lora)]
+        targets = (r.get("lora_targets") or "").strip()
+        if targets:
+            argv += ["--lora-targets", targets]
+    doc = _cell(r, "document_len")
+    if doc:
+        # packed fine-tuning examples: attention inside each (token-weighted mean length)
+        argv += ["--document-len", str(doc)]
     ep = _cell(r, "ep")
     if ep and ep > 1:
         argv += ["--ep", str(ep)]

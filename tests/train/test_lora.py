@@ -197,3 +197,77 @@ def test_frozen_untargeted_linears_keep_no_input() -> None:
     fp8_full = memory_breakdown(_ctx(dtype="fp8"), lay, 4).activations
     fp8_every = memory_breakdown(_ctx(32, dtype="fp8"), lay, 4).activations
     assert fp8_every > fp8_full
+
+
+#: LLaMA-65B's Hugging Face config (huggyllama/llama-65b config.json; Touvron et al. 2023 Table 2:
+#: 65.2B parameters, dimension 8,192, 64 heads, 80 layers).
+LLAMA_65B_CONFIG = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 8192,
+    "intermediate_size": 22016, "num_attention_heads": 64, "num_hidden_layers": 80,
+    "num_key_value_heads": 64, "vocab_size": 32000, "max_position_embeddings": 2048,
+    "rms_norm_eps": 1e-05, "tie_word_embeddings": False, "hidden_act": "silu",
+}  # fmt: skip
+
+
+def _qlora_65b(tmp_path, qlora: bool):  # type: ignore[no-untyped-def]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA_65B_CONFIG))
+    m = load_model(str(path))
+    job = TrainJob(
+        gpus=1, seq_len=512, global_batch_seqs=16, lora_rank=64, qlora=qlora,
+        memory_headroom_gib=0.0,
+    )  # fmt: skip
+    ctx = ModelContext(m, hardware_from_catalog("l40s"), job)
+    lay = Layout(tp=1, pp=1, dp=1, microbatch=1, zero=0, recompute="full")
+    return ctx, memory_breakdown(ctx, lay, 16)
+
+
+def test_qlora_fits_65b_on_one_48gb_gpu(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # QLoRA's abstract: "finetune a 65B parameter model on a single 48GB GPU" (r = 64 on every
+    # linear layer, gradient checkpointing, batch 1 per step of accumulation; the adapters in
+    # bf16 with 32-bit Adam, as its code trains them: recipe qlora-bf16-adam). Its paged
+    # optimizer could move the Adam state to the host on a spike; the plan keeps it on the GPU
+    ctx, mem = _qlora_65b(tmp_path, qlora=True)
+    assert ctx.counts.total == pytest.approx(65.2e9, rel=0.01)
+    assert mem.fits
+    # 16-bit LoRA holds 130 GB of base weights: it does not
+    _, mem16 = _qlora_65b(tmp_path, qlora=False)
+    assert not mem16.fits
+    # the base: its layer linears at 4.127 bits (§3: 0.127 bits of double-quantized constants),
+    # embedding and head at 16 bits, and the adapters' bf16 copy
+    c = ctx.counts
+    linears = ctx.nf4_params_per_layer * ctx.model.layers
+    rest = c.total - linears - c.norms
+    adapters = ctx.adapter_params_per_layer * ctx.model.layers
+    expected = linears * 4.127 / 8 + rest * 2 + adapters * ctx.recipe.weights
+    assert mem.weights == pytest.approx(expected, rel=0.002)
+
+
+def test_qlora_pays_the_dequantization() -> None:
+    def step(qlora: bool) -> float:
+        ctx = ModelContext(
+            load_model("llama-2-7b"),
+            hardware_from_catalog("h100-sxm"),
+            TrainJob(gpus=1, seq_len=2048, global_batch_seqs=8, lora_rank=16, qlora=qlora),
+        )
+        return step_breakdown(ctx, Layout(tp=1, pp=1, dp=1, microbatch=1, zero=0), 8).compute
+
+    # each linear's NF4 weight read and its 16-bit copy written, forward and backward: 6.5B
+    # weights x 2.52 B x 2 passes x 8 microbatches through ~2.8 TB/s, about 0.09 s
+    extra = step(True) - step(False)
+    assert 0.05 < extra < 0.15
+
+
+def test_qlora_needs_lora_and_16_bit_compute() -> None:
+    m = load_model("llama-2-7b")
+    hw = hardware_from_catalog("h100-sxm")
+    with pytest.raises(FlopwiseError, match="--qlora needs --lora-rank"):
+        ModelContext(m, hw, TrainJob(gpus=1, seq_len=2048, global_batch_seqs=8, qlora=True))
+    with pytest.raises(FlopwiseError, match="use bf16 or fp16"):
+        ModelContext(
+            m,
+            hw,
+            TrainJob(
+                gpus=1, seq_len=2048, global_batch_seqs=8, lora_rank=8, qlora=True, dtype="fp8"
+            ),
+        )

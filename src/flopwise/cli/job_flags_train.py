@@ -132,6 +132,14 @@ TRAIN_FLAGS: list[JobFlag] = [
         metavar="LIST",
     ),
     JobFlag(
+        "qlora",
+        "with --lora-rank: QLoRA, the frozen base's layer linears stored in 4-bit NormalFloat "
+        "with double quantization (4.127 bits per weight, bitsandbytes nf4) and dequantized to "
+        "16 bits for every GEMM; embeddings, head and norms stay 16-bit",
+        kinds=_T,
+        action=FLAG,
+    ),
+    JobFlag(
         "inter-node-gbps",
         "assume this per-GPU scale-out bandwidth (GB/s, one direction) between nodes; for "
         "accelerators without a node type in the catalog (labelled as assumed)",

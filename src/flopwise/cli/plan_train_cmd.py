@@ -47,6 +47,7 @@ def framework_job_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "mtp_layers": getattr(args, "mtp_layers", None) or 0,
         "lora_rank": getattr(args, "lora_rank", None) or 0,
         "lora_targets": getattr(args, "lora_targets", None),
+        "qlora": bool(getattr(args, "qlora", False)),
         "document_len": getattr(args, "document_len", None),
     }
 

@@ -59,7 +59,8 @@ def _lora_rows(lora: dict[str, Any] | None) -> list[tuple[str, str]]:
             "fine-tuning",
             f"LoRA rank {lora['rank']} on {', '.join(lora['targets'])}: "
             f"{fmt_count(lora['trainable_params'])} trained params "
-            f"({lora['trainable_share']:.2%}); base weights frozen",
+            f"({lora['trainable_share']:.2%}); base weights frozen"
+            + (", stored in 4-bit NF4 (QLoRA)" if lora.get("base_weights") == "nf4" else ""),
         )
     ]
 

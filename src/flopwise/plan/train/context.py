@@ -99,6 +99,7 @@ class ModelContext:
     # LoRA (plan/train/lora.py): base weights frozen, adapters of this many parameters per layer
     frozen: bool = field(init=False)
     adapter_params_per_layer: float = field(init=False)
+    nf4_params_per_layer: float = field(init=False)  # QLoRA: NF4-stored weights per layer
     caches: dict[str, dict[tuple[object, ...], object]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -203,8 +204,12 @@ class ModelContext:
                 rc["selective"] += job.mtp_layers * mtp_attn
         self.frozen = job.lora_rank > 0
         self.adapter_params_per_layer = 0.0
+        check_lora_model(m, job.lora_rank, job.mtp_layers, job.optimizer, job.qlora, job.dtype)
+        # QLoRA: the layer linears' weights, stored in NF4 (the rest of a layer: its norms)
+        self.nf4_params_per_layer = (
+            float(attention_params(m) + mlp_params(m, m.ffn)) if job.qlora else 0.0
+        )
         if self.frozen:
-            check_lora_model(m, job.lora_rank, job.mtp_layers, job.optimizer)
             self.adapter_params_per_layer = adapter_params_per_layer(
                 m, job.lora_rank, job.lora_target_names, job.profile.separate_projections
             )

@@ -116,6 +116,8 @@ class TrainJob:
     lora_rank: int = 0
     # the linears that carry an adapter (lora.LORA_TARGETS); only with lora_rank
     lora_targets: tuple[str, ...] | None = None
+    # QLoRA: the frozen base's layer linears stored in 4-bit NormalFloat, dequantized per use
+    qlora: bool = False
     # packed sequences: each sequence holds documents of this many tokens and attention spans
     # each document only (varlen / THD packing, cu_seqlens); None: the whole sequence
     document_len: int | None = None
@@ -212,6 +214,8 @@ class TrainJob:
     def recipe_name(self) -> str:
         if self.recipe:
             return self.recipe
+        if self.qlora:  # the adapters' state as QLoRA's own code keeps it
+            return "qlora-bf16-adam"
         if self.dtype == "fp32":  # CPUs planned from a measured fp32 rate
             return "fp32-adam"
         return self.profile.recipe_for(self.dtype)

@@ -23,8 +23,15 @@ training step, as the step and memory models price it:
 - FP8: the recipe's casts are charged as in full training (the weight-gradient transposes that
   a frozen linear does not need are not subtracted: a few percent of an FP8 step at most).
 
+QLoRA (``--qlora``; Dettmers et al. 2023, arXiv:2305.14314) stores the frozen base's layer
+linears in 4-bit NormalFloat with double-quantized constants (NF4_BYTES_PER_PARAM) and
+dequantizes each to 16 bits whenever a GEMM uses it (NF4_DEQUANT_BYTES_PER_PARAM through HBM,
+forward and data gradient); the embedding, the output head and the norms stay 16-bit, as
+bitsandbytes leaves them. Paged optimizers (optimizer state paged to host memory on spikes) are
+not modelled: the adapters' state is counted on the device.
+
 Not modelled, and refused with one line: MoE models (adapters on routed experts), the Muon
-optimizer, multi-token-prediction modules.
+optimizer, multi-token-prediction modules, QLoRA with FP8 GEMMs.
 """
 
 from __future__ import annotations
@@ -45,6 +52,17 @@ DEFAULT_LORA_TARGETS: tuple[str, ...] = LORA_TARGETS
 
 #: Highest adapter rank a plan takes (LoRA papers use 1-256; more is surely a typo).
 MAX_LORA_RANK = 4096
+
+#: Bytes per parameter of a QLoRA base linear (`--qlora`): 4-bit NormalFloat values plus their
+#: double-quantized constants, "8/64 + 32/(64 x 256) = 0.127 bits per parameter" (Dettmers et
+#: al. 2023, arXiv:2305.14314 §3: blocks of 64 with an 8-bit absmax, those in blocks of 256 with
+#: an fp32 one), the bitsandbytes `nf4` + `bnb_4bit_use_double_quant` layout QLoRA trains with.
+NF4_BYTES_PER_PARAM = (4.0 + 8.0 / 64 + 32.0 / (64 * 256)) / 8.0
+
+#: Bytes a QLoRA linear's weight costs each time a GEMM uses it: bitsandbytes dequantizes it to
+#: a 16-bit copy before the matmul (forward, and again for the data gradient), reading the
+#: NF4 weight and writing 16 bits (the GEMM reads that copy as any weight).
+NF4_DEQUANT_BYTES_PER_PARAM = NF4_BYTES_PER_PARAM + 2.0
 
 
 def parse_lora_targets(text: str) -> tuple[str, ...]:
@@ -103,8 +121,17 @@ def adapter_params_per_layer(
     return float(sum(rank * (lin.d_in + lin.d_out) for lin in target_linears(m, targets, separate)))
 
 
-def check_lora_model(m: ModelSpec, rank: int, mtp_layers: int, optimizer: str) -> None:
+def check_lora_model(
+    m: ModelSpec, rank: int, mtp_layers: int, optimizer: str, qlora: bool = False, dtype: str = ""
+) -> None:
     """Refuse what the LoRA model does not price, in one line each."""
+    if qlora and rank <= 0:
+        raise FlopwiseError("--qlora needs --lora-rank (the adapters' rank)")
+    if qlora and dtype not in ("bf16", "fp16"):
+        raise FlopwiseError(
+            f"--qlora computes in 16 bits (the NF4 base is dequantized to bf16); --dtype {dtype} "
+            "is not modelled with it: use bf16 or fp16"
+        )
     if rank <= 0:
         return
     if m.is_moe:

@@ -51,6 +51,7 @@ from .constants import (
 )
 from .context import ModelContext
 from .layout import Layout
+from .lora import NF4_BYTES_PER_PARAM
 from .xla_memory import XLA_FSDP_GATHERED_LAYERS, is_xla
 
 __all__ = [
@@ -197,9 +198,11 @@ def state_bytes(ctx: ModelContext, lay: Layout) -> StateBytes:
     gathered = _gathered_layers(ctx)
     if ctx.frozen:
         a_first, a_last, _ = trainable_stage_params(ctx, lay.tp, lay.pp, lay.ep, lay.expert_tp)
+        l_first, l_last = _stage_layer_counts(ctx, lay.pp)
+        q = ctx.nf4_params_per_layer / lay.tp
         out = [
-            _lora_state(r, z, p, p_exp, n, n_exp, layer_p, gathered, a)
-            for p, a in ((p_first, a_first), (p_last, a_last))
+            _lora_state(r, z, p, p_exp, n, n_exp, layer_p, gathered, a, layers * q)
+            for p, a, layers in ((p_first, a_first, l_first), (p_last, a_last, l_last))
         ]
     else:
         out = [_state(r, z, p, p_exp, n, n_exp, layer_p, gathered) for p in (p_first, p_last)]
@@ -267,16 +270,20 @@ def _lora_state(
     layer_p: float,
     gathered_layers: int,
     adapters: float,
+    nf4: float = 0.0,
 ) -> tuple[float, float, float, float, float]:
     """(weights, grads, master, optimizer, transient) bytes under LoRA (plan/train/lora.py):
     the frozen base weights at their stored bytes (16-bit where the recipe keeps fp32 sharded
-    parameters as its master), sharded under ZeRO-3, with no gradient, master or optimizer
-    state; the `adapters` with the recipe's whole state; ZeRO-3's gathered layers hold 16-bit
-    weights and no gradients."""
+    parameters as its master; QLoRA's `nf4` of them at NF4_BYTES_PER_PARAM), sharded under
+    ZeRO-3, with no gradient, master or optimizer state; the `adapters` with the recipe's whole
+    state; ZeRO-3's gathered layers hold their stored weights and no gradients."""
     wf = r.weights if r.weights > 0 else ACT_BYTES
-    base = wf * (p / (n if z >= 3 else 1) + p_exp / (n_exp if z >= 3 else 1))
+    shard = n if z >= 3 else 1
+    base = wf * (p - nf4) / shard + NF4_BYTES_PER_PARAM * nf4 / shard
+    base += wf * p_exp / (n_exp if z >= 3 else 1)
     aw, ag, am, ao, _ = _state(r, z, adapters, 0.0, n, n_exp, 0.0, gathered_layers)
-    transient = gathered_layers * layer_p * ACT_BYTES if z >= 3 else 0.0
+    per_param = NF4_BYTES_PER_PARAM if nf4 else ACT_BYTES
+    transient = gathered_layers * layer_p * per_param if z >= 3 else 0.0
     return (base + aw, ag, am, ao, transient)
 
 
@@ -419,7 +426,10 @@ def _rank_state(
     gathered = _gathered_layers(ctx)
     if ctx.frozen:
         adapters = layers_r * ctx.adapter_params_per_layer / lay.tp
-        res = _lora_state(ctx.recipe, lay.zero, p, p_exp, n, n_exp, layer_p, gathered, adapters)
+        nf4 = layers_r * ctx.nf4_params_per_layer / lay.tp
+        res = _lora_state(
+            ctx.recipe, lay.zero, p, p_exp, n, n_exp, layer_p, gathered, adapters, nf4
+        )
     else:
         res = _state(ctx.recipe, lay.zero, p, p_exp, n, n_exp, layer_p, gathered)
     cache[key] = res

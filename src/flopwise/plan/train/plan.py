@@ -240,6 +240,7 @@ class TrainPlan:
             "or gradient traffic",
             "flops_convention": "the frozen weights' matmuls count 2 passes (forward, data "
             "gradient), the adapters' 3, attention 3",
+            "base_weights": "nf4" if job.qlora else "16-bit",
         }
 
     def _notes(self) -> list[str]:

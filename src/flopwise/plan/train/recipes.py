@@ -27,6 +27,16 @@ EXTRA_RECIPES = MappingProxyType(
         for r in (
             TrainingRecipe("mcore-bf16", 2, 2, 4, 8, _MCORE, "bf16 weights and grads (16 B)"),
             TrainingRecipe(
+                "qlora-bf16-adam",
+                2,
+                2,
+                0,
+                8,
+                "artidoro/qlora qlora.py (Dettmers et al. 2023's code): with --bf16 every LoraLayer "
+                "is cast to torch.bfloat16 (no fp32 master), optimizer paged_adamw_32bit",
+                "QLoRA's adapters: bf16 weights and grads, fp32 Adam moments, no master (12 B)",
+            ),
+            TrainingRecipe(
                 "fsdp-mixed",
                 0,
                 4,

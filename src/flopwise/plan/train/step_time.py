@@ -42,7 +42,7 @@ from .dp_comm import dp_exposed_s, tied_embedding_s
 from .fp8 import layer_cast_cost
 from .fp8_recipes import FP8_BYTES
 from .layout import Layout, stage_layers
-from .lora import target_linears
+from .lora import NF4_DEQUANT_BYTES_PER_PARAM, target_linears
 from .memory import expert_shard_group, trainable_stage_params
 from .muon import layer_matrices, newton_schulz_s, tp_gather_s
 from .pipeline_layout import PipelineLayout
@@ -185,6 +185,11 @@ def layer_cost(
     e_fwd = pw_fwd * t / ctx.bw_bytes_s
     e_bwd = pw_bwd * t / ctx.bw_bytes_s
     pointwise_fwd = e_fwd
+    if ctx.nf4_params_per_layer:
+        # QLoRA: every linear's NF4 weight dequantized to 16 bits before each GEMM that uses it
+        deq = ctx.nf4_params_per_layer / tp * NF4_DEQUANT_BYTES_PER_PARAM / ctx.bw_bytes_s
+        e_fwd += deq
+        e_bwd += deq
     if ctx.job.dtype == "fp8":
         # the recipe's casts (and transposes, rescales) around every FP8 GEMM (plan/train/fp8.py)
         cast = layer_cast_cost(ctx, ctx.fp8_recipe, t, tp, sp, ep)

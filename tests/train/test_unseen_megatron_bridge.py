@@ -226,3 +226,19 @@ def test_moe_misses_are_reported_by_the_recipes_cuda_graphs(
     by_id = {r.row.id: r for r in unseen.rows}
     assert by_id["mb2608_gb300_deepseekv3_mxfp8"].cuda_graphs == "full-iteration"
     assert by_id["mb2604_gb200_deepseekv3_mxfp8"].cuda_graphs.startswith("te:")
+
+
+def test_fine_tuning_rows_are_posed_with_their_recipes(unseen: UnseenTrainingValidation) -> None:
+    # the 26.06 edition's SFT and LoRA tables (Llama 3 70B): LoRA dim 16 on linear_qkv over
+    # packed SQuAD examples, from llama3_llm_finetune.py at the table's commit (NOTES.md)
+    rows = {r["id"]: r for r in load_unseen_training_runs()}
+    lora = pose_argv(rows["mb2606_h100_llama370b_lora_fp8"])
+    assert isinstance(lora, list)
+    text = " ".join(lora)
+    assert "--lora-rank 16 --lora-targets qkv --document-len 230" in text
+    assert "--recompute none" in text and "--tp 2 --pp 4" in text
+    sft = pose_argv(rows["mb2606_gb300_llama370b_sft_fp8"])
+    assert isinstance(sft, list) and "--lora-rank" not in sft and "--document-len" not in sft
+    d = unseen.to_dict()
+    assert d["by_task"]["lora"]["n"] == 5 and d["by_task"]["sft"]["n"] == 5
+    assert {r["task"] for r in d["rows"] if "llama370b_lora" in r["id"]} == {"lora"}

@@ -76,6 +76,18 @@ def load_unseen_training_runs() -> list[Row]:
         return list(csv.DictReader(fh))
 
 
+#: What a row trained: pre-training, supervised (full) fine-tuning, LoRA fine-tuning.
+TASKS: tuple[str, ...] = ("pretrain", "sft", "lora")
+
+
+def row_task(r: Row) -> str:
+    """A row's task: LoRA where it names an adapter rank, SFT where its source table is a
+    fine-tuning one, else pre-training."""
+    if (r.get("lora_rank") or "").strip():
+        return "lora"
+    return "sft" if "SFT Performance" in r["source"] else "pretrain"
+
+
 def _cell(r: Row, key: str) -> int | None:
     text = r[key].strip()
     return int(text) if text else None
@@ -181,6 +193,8 @@ class UnseenTrainingRow:
     #: the CUDA graphs the run's recipe captured ("none", "te:<scopes>" for Transformer
     #: Engine's per-module graphs, "full-iteration"); "" where no recipe was matched
     cuda_graphs: str = ""
+    #: what the run trained (TASKS): pre-training, full fine-tuning or LoRA
+    task: str = "pretrain"
 
     @property
     def error_pct(self) -> float:
@@ -205,6 +219,7 @@ class UnseenTrainingRow:
             "accelerator": self.accelerator,
             "precision": self.precision,
             "class": "moe" if self.moe else "dense",
+            "task": self.task,
             "in_sample": self.in_sample,
             "tokens_per_s_per_gpu_interval": list(self.interval) if self.interval else None,
             "inside_interval": self.inside_interval,
@@ -293,6 +308,7 @@ class UnseenTrainingValidation:
                 "moe": stats(r for r in oos if r.moe),
             },
             "by_accelerator": {a: stats(rs) for a, rs in sorted(by_acc.items())},
+            "by_task": {t: stats(r for r in oos if r.task == t) for t in TASKS},
             # the MoE rows by the CUDA graphs their recipe captured: the host work the plan
             # has no term for shrinks from none to full-iteration (docs/training-planner.md)
             "moe_by_cuda_graphs": {
@@ -411,6 +427,7 @@ def validate_unseen_training() -> UnseenTrainingValidation:
                 command=" ".join(("flopwise", "plan", "train", r["model"], *argv)),
                 interval=None if iv is None else (float(iv[0]) / gpus, float(iv[1]) / gpus),
                 cuda_graphs=(r.get("cuda_graphs") or "").strip(),
+                task=row_task(r),
             )
         )
     fits = fraction_fits(runs, rows)

@@ -146,9 +146,9 @@ def test_bad_inputs_are_one_line_errors() -> None:
         TrainJob(gpus=8, seq_len=4096, global_batch_seqs=8, document_len=0)
     with pytest.raises(FlopwiseError, match="not low rank"):
         _ctx(4096)
-    with pytest.raises(FlopwiseError, match="MoE experts are not modelled"):
+    with pytest.raises(FlopwiseError, match="multi-head latent attention"):
         ModelContext(
-            load_model("mixtral-8x7b"),
+            load_model("deepseek-v3"),
             hardware_from_catalog("h100-sxm"),
             TrainJob(gpus=8, seq_len=4096, global_batch_seqs=8, lora_rank=16),
         )
@@ -271,3 +271,48 @@ def test_qlora_needs_lora_and_16_bit_compute() -> None:
                 gpus=1, seq_len=2048, global_batch_seqs=8, lora_rank=8, qlora=True, dtype="fp8"
             ),
         )
+
+
+def _moe(lora: int = 0, targets: tuple[str, ...] | None = None, model: str = "mixtral-8x7b"):  # type: ignore[no-untyped-def]
+    return ModelContext(
+        load_model(model),
+        hardware_from_catalog("h100-sxm"),
+        TrainJob(
+            gpus=8, seq_len=4096, global_batch_seqs=64, framework="nemo", lora_rank=lora,
+            lora_targets=targets,
+        ),
+    )  # fmt: skip
+
+
+def test_moe_lora_adapts_every_routed_expert() -> None:
+    ctx = _moe(16)
+    m = ctx.model
+    h, eff = m.hidden, m.expert_ffn
+    per_expert = 16 * ((h + 2 * eff) + (eff + h))  # fused gate/up FC1 and FC2 of one expert
+    assert ctx.expert_adapter_params_per_layer * m.layers == m.layers * m.experts * per_expert
+    # a token passes through its top-2 experts' adapters only
+    full = _moe()
+    attention = ctx.adapters.attention if ctx.adapters else 0.0
+    active = m.layers * (attention + m.experts_per_token * per_expert)
+    expected = full.model_flops_per_token - 2 * full.counts.matmul_active + 6 * active
+    assert ctx.model_flops_per_token == pytest.approx(expected)
+
+
+def test_moe_lora_state_is_sharded_like_the_experts() -> None:
+    lay = Layout(tp=1, pp=1, dp=8, ep=8, microbatch=1, zero=1)
+    ctx = _moe(16)
+    mem = memory_breakdown(ctx, lay, 8)
+    non_expert = ctx.adapter_params_per_layer * ctx.model.layers
+    expert = ctx.expert_adapter_params_per_layer * ctx.model.layers / 8  # EP 8
+    # gradients only for the adapters a GPU holds: its share of the experts' ones
+    assert mem.grads == pytest.approx(ctx.recipe.grads * (non_expert + expert))
+    full = memory_breakdown(_moe(), lay, 8)
+    assert mem.total < full.total
+    lora, base = step_breakdown(ctx, lay, 8), step_breakdown(_moe(), lay, 8)
+    assert lora.compute < base.compute and lora.optimizer < 0.05 * base.optimizer
+
+
+def test_moe_lora_on_mla_models_targets_the_experts_only() -> None:
+    ctx = _moe(16, ("fc1", "fc2"), model="deepseek-v3")
+    assert ctx.expert_adapter_params_per_layer > 0
+    assert ctx.adapters is not None and ctx.adapters.attention == 0.0

@@ -117,7 +117,8 @@ TRAIN_FLAGS: list[JobFlag] = [
         "lora-rank",
         "LoRA fine-tuning: adapters of rank R beside the targeted linears, every base weight "
         "frozen (no weight-gradient GEMM, gradient, optimizer state or gradient traffic for "
-        "it). Dense models, AdamW. Default 0: every weight trained",
+        "it); on MoE layers every routed expert gets its own. AdamW. Default 0: every weight "
+        "trained",
         kinds=_T,
         parse=non_negative_int,
         metavar="R",

@@ -75,7 +75,7 @@ def layer_activation_bytes(
         )
         per_token -= 0.5 * (norm_outputs + act_out)
     if ctx.frozen:
-        per_token += _lora_saved_inputs_delta(ctx, h / (tp if sp else 1), m.ffn / tp)
+        per_token += _lora_saved_inputs_delta(ctx, h / (tp if sp else 1), m.ffn / tp, frac_moe)
     full_input = h / (tp if sp else 1)
     scores = 0.0
     if ctx.job.attention_kernel == "unfused":
@@ -88,7 +88,9 @@ def layer_activation_bytes(
     )
 
 
-def _lora_saved_inputs_delta(ctx: ModelContext, norm_out: float, act_out: float) -> float:
+def _lora_saved_inputs_delta(
+    ctx: ModelContext, norm_out: float, act_out: float, frac_moe: float = 0.0
+) -> float:
     """Elements per token LoRA changes among the saved linear inputs of a dense layer (QKV's
     and FC1's the norms' outputs, FC2's the activation's output; the attention projection's
     input is the attention output, which the attention kernel keeps anyway). A frozen linear
@@ -96,13 +98,18 @@ def _lora_saved_inputs_delta(ctx: ModelContext, norm_out: float, act_out: float)
     #739: `ln_out if weight.requires_grad else None`; PyTorch autograd saves a matmul's input
     only when the weight needs a gradient); a targeted linear's adapter keeps that input in
     16-bit for its A gradient (NeMo's LoRA asks LayerNormLinear for `return_layernorm_output`),
-    in place of Transformer Engine's FP8 copy."""
+    in place of Transformer Engine's FP8 copy. MoE layers' MLP inputs (the experts' tokens)
+    are left as full training keeps them: an upper bound."""
     te_fp8 = ctx.recipe.name in TE_FP8_RECIPES
     targets = ctx.job.lora_target_names
     delta = 0.0
-    for name, elems in (("qkv", norm_out), ("fc1", norm_out), ("fc2", act_out)):
+    for name, elems, share in (
+        ("qkv", norm_out, 1.0),
+        ("fc1", norm_out, 1.0 - frac_moe),
+        ("fc2", act_out, 1.0 - frac_moe),
+    ):
         counted = 0.5 * elems if te_fp8 else elems  # as layer_activation_bytes counted it
-        delta += (elems if name in targets else 0.0) - counted
+        delta += share * ((elems if name in targets else 0.0) - counted)
     return delta
 
 

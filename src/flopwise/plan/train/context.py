@@ -35,7 +35,7 @@ from .constants import MEMORY_HEADROOM_FRACTION
 from .fp8_recipes import Fp8Recipe, get_fp8_recipe, runs_block_scaled_mma
 from .job import TrainJob
 from .layout import zero_shard_gpus
-from .lora import adapter_params_per_layer, check_lora_model
+from .lora import AdapterCounts, adapter_counts, check_lora_model
 from .pipeline_layout import PipelineLayout, parse_pipeline_layout
 from .recipes import resolve_recipe
 
@@ -100,6 +100,8 @@ class ModelContext:
     frozen: bool = field(init=False)
     adapter_params_per_layer: float = field(init=False)
     nf4_params_per_layer: float = field(init=False)  # QLoRA: NF4-stored weights per layer
+    expert_adapter_params_per_layer: float = field(init=False)  # LoRA: routed experts' adapters
+    adapters: AdapterCounts | None = field(init=False, default=None)
     caches: dict[str, dict[tuple[object, ...], object]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -203,20 +205,34 @@ class ModelContext:
             if "selective" in rc:
                 rc["selective"] += job.mtp_layers * mtp_attn
         self.frozen = job.lora_rank > 0
-        self.adapter_params_per_layer = 0.0
-        check_lora_model(m, job.lora_rank, job.mtp_layers, job.optimizer, job.qlora, job.dtype)
+        self.adapter_params_per_layer = self.expert_adapter_params_per_layer = 0.0
+        check_lora_model(
+            m,
+            job.lora_rank,
+            job.mtp_layers,
+            job.optimizer,
+            job.qlora,
+            job.dtype,
+            job.lora_target_names,
+        )
         # QLoRA: the layer linears' weights, stored in NF4 (the rest of a layer: its norms)
         self.nf4_params_per_layer = (
             float(attention_params(m) + mlp_params(m, m.ffn)) if job.qlora else 0.0
         )
         if self.frozen:
-            self.adapter_params_per_layer = adapter_params_per_layer(
+            ad = adapter_counts(
                 m, job.lora_rank, job.lora_target_names, job.profile.separate_projections
             )
-            # frozen weights (the output head's too) run no weight-gradient GEMM; the adapters
-            # run three passes of their own
+            self.adapters = ad
+            # averages over the layers: non-expert adapters, and every routed expert's
+            self.adapter_params_per_layer = ad.non_expert_total(self.n_dense, self.n_moe) / m.layers
+            self.expert_adapter_params_per_layer = self.n_moe * m.experts * ad.per_expert / m.layers
+            # frozen weights (the output head's too) run no weight-gradient GEMM; the adapters a
+            # token passes through (its routed experts' only) run three passes of their own
+            active = m.layers * self.adapter_params_per_layer
+            active += self.n_moe * m.experts_per_token * ad.per_expert
             self.model_flops_per_token -= 2.0 * self.counts.matmul_active
-            self.model_flops_per_token += 6.0 * m.layers * self.adapter_params_per_layer
+            self.model_flops_per_token += 6.0 * active
         self.rope = m.learned_positions == 0 and m.model_type not in _ALIBI_OR_LEARNED
         self.caches = {}
 

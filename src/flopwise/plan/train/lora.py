@@ -30,8 +30,13 @@ forward and data gradient); the embedding, the output head and the norms stay 16
 bitsandbytes leaves them. Paged optimizers (optimizer state paged to host memory on spikes) are
 not modelled: the adapters' state is counted on the device.
 
-Not modelled, and refused with one line: MoE models (adapters on routed experts), the Muon
-optimizer, multi-token-prediction modules, QLoRA with FP8 GEMMs.
+MoE layers: the router stays frozen; FC1/FC2 targets put an adapter on every routed expert (run
+as grouped GEMMs over each GPU's local experts, with the experts' tokens) and on the shared
+experts, as Megatron-Bridge's LoRA adapts linear_fc1/linear_fc2 inside the experts; expert
+adapters are sharded and reduced as the experts are (EP, expert data parallelism).
+
+Not modelled, and refused with one line: adapters on multi-head latent attention's
+projections, the Muon optimizer, multi-token-prediction modules, QLoRA with FP8 GEMMs.
 """
 
 from __future__ import annotations
@@ -92,37 +97,100 @@ class Linear:
     column_parallel: bool
 
 
+def attention_linears(
+    m: ModelSpec, targets: tuple[str, ...], separate: bool = False
+) -> tuple[Linear, ...]:
+    """The attention linears of a layer that carry an adapter. Megatron-Core fuses Q/K/V into
+    one linear with one adapter; where the model code keeps them apart (`separate`: Hugging
+    Face's and torchtitan's q/k/v_proj, as PEFT targets them) each has its own."""
+    h = m.hidden
+    q, k, v = m.heads * m.head_dim, m.kv_heads * m.head_dim, m.kv_heads * m.v_head_dim
+    out: list[Linear] = []
+    if "qkv" in targets:
+        if separate:
+            out += [Linear(n, h, w, True) for n, w in (("q", q), ("k", k), ("v", v))]
+        else:
+            out.append(Linear("qkv", h, q + k + v, True))
+    if "proj" in targets:
+        out.append(Linear("proj", m.heads * m.v_head_dim, h, False))
+    return tuple(out)
+
+
+def mlp_linears(
+    m: ModelSpec, targets: tuple[str, ...], width: float, separate: bool = False
+) -> tuple[Linear, ...]:
+    """The linears of one MLP of intermediate `width` that carry an adapter: FC1 (gate and up,
+    fused in Megatron-Core, apart where `separate`) and FC2. A dense layer's MLP, a MoE layer's
+    shared experts (one MLP of their summed width, as Megatron-Core builds them) and each routed
+    expert are such an MLP (Megatron-Bridge's LoRA adapts the experts' linear_fc1/linear_fc2)."""
+    h, mult = m.hidden, 2 if m.gated_mlp else 1
+    out: list[Linear] = []
+    if "fc1" in targets:
+        if separate:
+            out += [Linear(n, h, width, True) for n in ("gate", "up")[-mult:]]
+        else:
+            out.append(Linear("fc1", h, mult * width, True))
+    if "fc2" in targets:
+        out.append(Linear("fc2", width, h, False))
+    return tuple(out)
+
+
 def target_linears(
     m: ModelSpec, targets: tuple[str, ...], separate: bool = False
 ) -> tuple[Linear, ...]:
-    """The linears of one (dense) layer that carry an adapter. Megatron-Core fuses Q/K/V into
-    one linear and gate/up into FC1, each with one adapter; where the model code keeps them
-    apart (`separate`: Hugging Face's and torchtitan's q/k/v_proj, gate/up_proj, as PEFT
-    targets them) each has its own."""
-    h, mult = m.hidden, 2 if m.gated_mlp else 1
-    q, k, v = m.heads * m.head_dim, m.kv_heads * m.head_dim, m.kv_heads * m.v_head_dim
-    by_target: dict[str, tuple[Linear, ...]] = {
-        "proj": (Linear("proj", m.heads * m.v_head_dim, h, False),),
-        "fc2": (Linear("fc2", m.ffn, h, False),),
-    }
-    if separate:
-        by_target["qkv"] = tuple(Linear(n, h, w, True) for n, w in (("q", q), ("k", k), ("v", v)))
-        by_target["fc1"] = tuple(Linear(n, h, m.ffn, True) for n in ("gate", "up")[-mult:])
-    else:
-        by_target["qkv"] = (Linear("qkv", h, q + k + v, True),)
-        by_target["fc1"] = (Linear("fc1", h, mult * m.ffn, True),)
-    return tuple(lin for t in targets for lin in by_target[t])
+    """The linears of one dense layer that carry an adapter."""
+    return attention_linears(m, targets, separate) + mlp_linears(m, targets, m.ffn, separate)
+
+
+def _params(linears: tuple[Linear, ...], rank: int) -> float:
+    return float(sum(rank * (lin.d_in + lin.d_out) for lin in linears))
 
 
 def adapter_params_per_layer(
     m: ModelSpec, rank: int, targets: tuple[str, ...], separate: bool = False
 ) -> float:
-    """Trained parameters one layer's adapters hold: r x (in + out) per targeted linear."""
-    return float(sum(rank * (lin.d_in + lin.d_out) for lin in target_linears(m, targets, separate)))
+    """Trained parameters one dense layer's adapters hold: r x (in + out) per targeted linear."""
+    return _params(target_linears(m, targets, separate), rank)
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterCounts:
+    """A model's adapter parameters: every layer's attention ones, a dense layer's MLP ones, a
+    MoE layer's shared-expert ones and one routed expert's (each MoE layer holds `experts`)."""
+
+    attention: float
+    dense_mlp: float
+    shared: float
+    per_expert: float
+
+    def non_expert_total(self, n_dense: int, n_moe: int) -> float:
+        return (n_dense + n_moe) * self.attention + n_dense * self.dense_mlp + n_moe * self.shared
+
+
+def adapter_counts(
+    m: ModelSpec, rank: int, targets: tuple[str, ...], separate: bool = False
+) -> AdapterCounts:
+    shared_width = m.shared_experts * m.shared_expert_ffn
+    return AdapterCounts(
+        attention=_params(attention_linears(m, targets, separate), rank),
+        dense_mlp=_params(mlp_linears(m, targets, m.ffn, separate), rank) if m.ffn else 0.0,
+        shared=_params(mlp_linears(m, targets, shared_width, separate), rank)
+        if shared_width
+        else 0.0,
+        per_expert=_params(mlp_linears(m, targets, m.expert_ffn, separate), rank)
+        if m.is_moe
+        else 0.0,
+    )
 
 
 def check_lora_model(
-    m: ModelSpec, rank: int, mtp_layers: int, optimizer: str, qlora: bool = False, dtype: str = ""
+    m: ModelSpec,
+    rank: int,
+    mtp_layers: int,
+    optimizer: str,
+    qlora: bool = False,
+    dtype: str = "",
+    targets: tuple[str, ...] = (),
 ) -> None:
     """Refuse what the LoRA model does not price, in one line each."""
     if qlora and rank <= 0:
@@ -132,12 +200,14 @@ def check_lora_model(
             f"--qlora computes in 16 bits (the NF4 base is dequantized to bf16); --dtype {dtype} "
             "is not modelled with it: use bf16 or fp16"
         )
+    if qlora and m.is_moe:
+        raise FlopwiseError(f"--qlora with {m.name}: QLoRA of MoE models is not modelled")
     if rank <= 0:
         return
-    if m.is_moe:
+    if m.is_mla and ("qkv" in targets or "proj" in targets):
         raise FlopwiseError(
-            f"--lora-rank with {m.name}: LoRA plans cover dense models; adapters on MoE "
-            "experts are not modelled"
+            f"--lora-targets qkv/proj with {m.name}: adapters on multi-head latent attention's "
+            "projections are not modelled; target fc1, fc2"
         )
     if mtp_layers:
         raise FlopwiseError("--lora-rank with --mtp-layers is not modelled; drop one of them")

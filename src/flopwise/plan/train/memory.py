@@ -160,7 +160,8 @@ def trainable_stage_params(
         return _stage_params(ctx, tp, pp, ep, etp)
     first, last = _stage_layer_counts(ctx, pp)
     a = ctx.adapter_params_per_layer / tp
-    return first * a, last * a, 0.0
+    a_exp = ctx.expert_adapter_params_per_layer / ep / (etp or tp)
+    return first * a, last * a, first * a_exp
 
 
 def _stage_layer_counts(ctx: ModelContext, pp: int) -> tuple[int, int]:
@@ -197,11 +198,11 @@ def state_bytes(ctx: ModelContext, lay: Layout) -> StateBytes:
     layer_p = (p_first + p_exp) / max(stage_max, 1)
     gathered = _gathered_layers(ctx)
     if ctx.frozen:
-        a_first, a_last, _ = trainable_stage_params(ctx, lay.tp, lay.pp, lay.ep, lay.expert_tp)
+        a_first, a_last, a_exp = trainable_stage_params(ctx, lay.tp, lay.pp, lay.ep, lay.expert_tp)
         l_first, l_last = _stage_layer_counts(ctx, lay.pp)
         q = ctx.nf4_params_per_layer / lay.tp
         out = [
-            _lora_state(r, z, p, p_exp, n, n_exp, layer_p, gathered, a, layers * q)
+            _lora_state(r, z, p, p_exp, n, n_exp, layer_p, gathered, a, layers * q, a_exp)
             for p, a, layers in ((p_first, a_first, l_first), (p_last, a_last, l_last))
         ]
     else:
@@ -271,6 +272,7 @@ def _lora_state(
     gathered_layers: int,
     adapters: float,
     nf4: float = 0.0,
+    adapters_exp: float = 0.0,
 ) -> tuple[float, float, float, float, float]:
     """(weights, grads, master, optimizer, transient) bytes under LoRA (plan/train/lora.py):
     the frozen base weights at their stored bytes (16-bit where the recipe keeps fp32 sharded
@@ -281,7 +283,7 @@ def _lora_state(
     shard = n if z >= 3 else 1
     base = wf * (p - nf4) / shard + NF4_BYTES_PER_PARAM * nf4 / shard
     base += wf * p_exp / (n_exp if z >= 3 else 1)
-    aw, ag, am, ao, _ = _state(r, z, adapters, 0.0, n, n_exp, 0.0, gathered_layers)
+    aw, ag, am, ao, _ = _state(r, z, adapters, adapters_exp, n, n_exp, 0.0, gathered_layers)
     per_param = NF4_BYTES_PER_PARAM if nf4 else ACT_BYTES
     transient = gathered_layers * layer_p * per_param if z >= 3 else 0.0
     return (base + aw, ag, am, ao, transient)
@@ -426,9 +428,10 @@ def _rank_state(
     gathered = _gathered_layers(ctx)
     if ctx.frozen:
         adapters = layers_r * ctx.adapter_params_per_layer / lay.tp
+        a_exp = layers_r * ctx.expert_adapter_params_per_layer / lay.ep / lay.expert_tp
         nf4 = layers_r * ctx.nf4_params_per_layer / lay.tp
         res = _lora_state(
-            ctx.recipe, lay.zero, p, p_exp, n, n_exp, layer_p, gathered, adapters, nf4
+            ctx.recipe, lay.zero, p, p_exp, n, n_exp, layer_p, gathered, adapters, nf4, a_exp
         )
     else:
         res = _state(ctx.recipe, lay.zero, p, p_exp, n, n_exp, layer_p, gathered)

@@ -42,7 +42,7 @@ from .dp_comm import dp_exposed_s, tied_embedding_s
 from .fp8 import layer_cast_cost
 from .fp8_recipes import FP8_BYTES
 from .layout import Layout, stage_layers
-from .lora import NF4_DEQUANT_BYTES_PER_PARAM, target_linears
+from .lora import NF4_DEQUANT_BYTES_PER_PARAM, Linear, attention_linears, mlp_linears
 from .memory import expert_shard_group, trainable_stage_params
 from .muon import layer_matrices, newton_schulz_s, tp_gather_s
 from .pipeline_layout import PipelineLayout
@@ -151,13 +151,14 @@ def layer_cost(
             dense_up = _gemm(ctx, t, mult * m.ffn / tp, h)
         dense_mlp = [dense_up, _gemm(ctx, t, h, m.ffn / tp)]
     moe_mlp: list[tuple[float, float]] = []
+    moe_rows = 0.0
     if m.is_moe:
         local = m.experts // ep
         # tokens per local expert, balanced (the published MoE training tables force-balance
         # tokens among experts; serving draws each expert's count, plan/infer/latency.py _mlp);
         # folded below TP, each of the tp / etp ranks that
         # shared a token's expert under TP dispatches its own sequence-parallel share instead
-        rows = t * m.experts_per_token * ep / m.experts / (tp // etp)
+        rows = moe_rows = t * m.experts_per_token * ep / m.experts / (tp // etp)
         moe_mlp = [
             _gemm(ctx, t, m.experts, h),
             _gemm(ctx, rows, mult * m.expert_ffn / etp, h, local, grouped=True),
@@ -173,7 +174,7 @@ def layer_cost(
     g_bwd += (1 - frac_moe) * sum(x[1] for x in dense_mlp) + frac_moe * sum(x[1] for x in moe_mlp)
     if ctx.frozen:
         # LoRA: each targeted linear's adapter, x A then (x A) B, trained (16-bit)
-        ad_f, ad_b = adapter_gemms_s(ctx, t, tp)
+        ad_f, ad_b = adapter_gemms_s(ctx, t, tp, ep, etp, moe_rows)
         g_fwd += ad_f
         g_bwd += ad_b
     sustain = ctx.gemm_fraction
@@ -261,22 +262,51 @@ def layer_cost(
     return res
 
 
-def adapter_gemms_s(ctx: ModelContext, t: float, tp: int) -> tuple[float, float]:
-    """(forward, backward) seconds of one layer's LoRA adapters for `t` tokens on one GPU
-    (plan/train/lora.py): per targeted linear x A (in x r) and (x A) B (r x out), both trained,
-    in 16-bit; TP splits B's output on column-parallel targets, A's input on row-parallel ones."""
-    r = ctx.job.lora_rank
-    dt = "bf16" if ctx.job.dtype == "fp8" else None
-    fwd = bwd = 0.0
-    for lin in target_linears(
-        ctx.model, ctx.job.lora_target_names, ctx.job.profile.separate_projections
-    ):
-        d_in = lin.d_in if lin.column_parallel else lin.d_in / tp
-        d_out = lin.d_out / tp if lin.column_parallel else lin.d_out
-        for n, k in ((r, d_in), (d_out, r)):
-            f, b = _gemm(ctx, t, n, k, dtype=dt, wgrad=True)
-            fwd += f
-            bwd += b
+def adapter_gemms_s(
+    ctx: ModelContext,
+    t: float,
+    tp: int,
+    ep: int = 1,
+    etp: int | None = None,
+    rows: float = 0.0,
+) -> tuple[float, float]:
+    """(forward, backward) seconds of one average layer's LoRA adapters for `t` tokens on one
+    GPU (plan/train/lora.py): per targeted linear x A (in x r) and (x A) B (r x out), both
+    trained, in 16-bit; TP splits B's output on column-parallel targets, A's input on
+    row-parallel ones. In MoE layers each local expert's adapters run as grouped GEMMs over its
+    `rows` tokens (split over `etp` as the expert is), the shared experts' as a dense MLP's."""
+    m, job = ctx.model, ctx.job
+    r, sep = job.lora_rank, job.profile.separate_projections
+    dt = "bf16" if job.dtype == "fp8" else None
+    targets = job.lora_target_names
+
+    def run(
+        linears: tuple[Linear, ...], tokens: float, split: int, groups: int = 1
+    ) -> tuple[float, float]:
+        f_sum = b_sum = 0.0
+        for lin in linears:
+            d_in = lin.d_in if lin.column_parallel else lin.d_in / split
+            d_out = lin.d_out / split if lin.column_parallel else lin.d_out
+            for n, k in ((r, d_in), (d_out, r)):
+                f, b = _gemm(ctx, tokens, n, k, groups, dtype=dt, grouped=groups > 1, wgrad=True)
+                f_sum += f
+                b_sum += b
+        return f_sum, b_sum
+
+    fwd, bwd = run(attention_linears(m, targets, sep), t, tp)
+    frac_moe = ctx.n_moe / m.layers
+    if frac_moe < 1.0 and m.ffn:
+        f, b = run(mlp_linears(m, targets, m.ffn, sep), t, tp)
+        fwd, bwd = fwd + (1.0 - frac_moe) * f, bwd + (1.0 - frac_moe) * b
+    if frac_moe > 0.0:
+        e_tp = etp or tp
+        f, b = run(mlp_linears(m, targets, m.expert_ffn, sep), rows, e_tp, m.experts // ep)
+        if m.shared_experts:
+            sf, sb = run(
+                mlp_linears(m, targets, m.shared_experts * m.shared_expert_ffn, sep), t, tp
+            )
+            f, b = f + sf, b + sb
+        fwd, bwd = fwd + frac_moe * f, bwd + frac_moe * b
     return fwd, bwd
 
 

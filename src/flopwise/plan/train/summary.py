@@ -41,5 +41,6 @@ def context_summary(ctx: ModelContext) -> dict[str, Any]:
         "gpus_per_node": ctx.gpus_per_node,
         "scaleup_domain": ctx.domain,
         "device_memory_gib": None if ctx.capacity_bytes is None else ctx.capacity_bytes / GIB,
-        "adapter_params": ctx.adapter_params_per_layer * ctx.model.layers,
+        "adapter_params": (ctx.adapter_params_per_layer + ctx.expert_adapter_params_per_layer)
+        * ctx.model.layers,
     }

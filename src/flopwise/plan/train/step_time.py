@@ -172,11 +172,12 @@ def layer_cost(
     g_bwd = qkv[1] + out[1]
     g_fwd += (1 - frac_moe) * sum(x[0] for x in dense_mlp) + frac_moe * sum(x[0] for x in moe_mlp)
     g_bwd += (1 - frac_moe) * sum(x[1] for x in dense_mlp) + frac_moe * sum(x[1] for x in moe_mlp)
+    adapters = None
     if ctx.frozen:
         # LoRA: each targeted linear's adapter, x A then (x A) B, trained (16-bit)
-        ad_f, ad_b = adapter_gemms_s(ctx, t, tp, ep, etp, moe_rows)
-        g_fwd += ad_f
-        g_bwd += ad_b
+        adapters = adapter_cost(ctx, t, tp, ep, etp, moe_rows)
+        g_fwd += adapters.fwd_s
+        g_bwd += adapters.bwd_s
     sustain = ctx.gemm_fraction
     g_fwd /= sustain
     g_bwd /= sustain
@@ -186,6 +187,10 @@ def layer_cost(
     e_fwd = pw_fwd * t / ctx.bw_bytes_s
     e_bwd = pw_bwd * t / ctx.bw_bytes_s
     pointwise_fwd = e_fwd
+    if adapters is not None:
+        # each adapter's output (and input gradient) merged with its linear's
+        e_fwd += adapters.merge_fwd_bytes / ctx.bw_bytes_s
+        e_bwd += adapters.merge_bwd_bytes / ctx.bw_bytes_s
     if ctx.nf4_params_per_layer:
         # QLoRA: every linear's NF4 weight dequantized to 16 bits before each GEMM that uses it
         deq = ctx.nf4_params_per_layer / tp * NF4_DEQUANT_BYTES_PER_PARAM / ctx.bw_bytes_s
@@ -262,19 +267,35 @@ def layer_cost(
     return res
 
 
-def adapter_gemms_s(
+@dataclass(frozen=True, slots=True)
+class AdapterCost:
+    """One average layer's LoRA adapters, one microbatch, one GPU: the adapters' GEMMs (seconds
+    at the GEMM model's rate, before the sustained fraction) and the bytes of the elementwise
+    merges around them (each adapter's output added to its linear's, forward; the two input
+    gradients added, backward)."""
+
+    fwd_s: float
+    bwd_s: float
+    merge_fwd_bytes: float
+    merge_bwd_bytes: float
+
+
+def adapter_cost(
     ctx: ModelContext,
     t: float,
     tp: int,
     ep: int = 1,
     etp: int | None = None,
     rows: float = 0.0,
-) -> tuple[float, float]:
-    """(forward, backward) seconds of one average layer's LoRA adapters for `t` tokens on one
-    GPU (plan/train/lora.py): per targeted linear x A (in x r) and (x A) B (r x out), both
-    trained, in 16-bit; TP splits B's output on column-parallel targets, A's input on
-    row-parallel ones. In MoE layers each local expert's adapters run as grouped GEMMs over its
-    `rows` tokens (split over `etp` as the expert is), the shared experts' as a dense MLP's."""
+) -> AdapterCost:
+    """One average layer's LoRA adapters for `t` tokens on one GPU (plan/train/lora.py): per
+    targeted linear x A (in x r) and (x A) B (r x out), both trained, in 16-bit; TP splits B's
+    output on column-parallel targets, A's input on row-parallel ones. In MoE layers each local
+    expert's adapters run as grouped GEMMs over its `rows` tokens (split over `etp` as the
+    expert is), the shared experts' as a dense MLP's. Each adapter's output is added to its
+    linear's in a separate elementwise kernel (NeMo's `mixed_qkv + lora_mixed_qkv`, PEFT's
+    `result + lora_B(lora_A(x)) * scaling`): read both, write the sum, and the same for the
+    input gradients in the backward."""
     m, job = ctx.model, ctx.job
     r, sep = job.lora_rank, job.profile.separate_projections
     dt = "bf16" if job.dtype == "fp8" else None
@@ -282,8 +303,8 @@ def adapter_gemms_s(
 
     def run(
         linears: tuple[Linear, ...], tokens: float, split: int, groups: int = 1
-    ) -> tuple[float, float]:
-        f_sum = b_sum = 0.0
+    ) -> tuple[float, float, float, float]:
+        f_sum = b_sum = mf = mb = 0.0
         for lin in linears:
             d_in = lin.d_in if lin.column_parallel else lin.d_in / split
             d_out = lin.d_out / split if lin.column_parallel else lin.d_out
@@ -291,23 +312,27 @@ def adapter_gemms_s(
                 f, b = _gemm(ctx, tokens, n, k, groups, dtype=dt, grouped=groups > 1, wgrad=True)
                 f_sum += f
                 b_sum += b
-        return f_sum, b_sum
+            mf += 3.0 * tokens * groups * d_out * ACT_BYTES
+            mb += 3.0 * tokens * groups * d_in * ACT_BYTES
+        return f_sum, b_sum, mf, mb
 
-    fwd, bwd = run(attention_linears(m, targets, sep), t, tp)
+    def add(
+        a: tuple[float, float, float, float], b: tuple[float, float, float, float], w: float
+    ) -> tuple[float, float, float, float]:
+        return (a[0] + w * b[0], a[1] + w * b[1], a[2] + w * b[2], a[3] + w * b[3])
+
+    total = run(attention_linears(m, targets, sep), t, tp)
     frac_moe = ctx.n_moe / m.layers
     if frac_moe < 1.0 and m.ffn:
-        f, b = run(mlp_linears(m, targets, m.ffn, sep), t, tp)
-        fwd, bwd = fwd + (1.0 - frac_moe) * f, bwd + (1.0 - frac_moe) * b
+        total = add(total, run(mlp_linears(m, targets, m.ffn, sep), t, tp), 1.0 - frac_moe)
     if frac_moe > 0.0:
         e_tp = etp or tp
-        f, b = run(mlp_linears(m, targets, m.expert_ffn, sep), rows, e_tp, m.experts // ep)
+        experts = run(mlp_linears(m, targets, m.expert_ffn, sep), rows, e_tp, m.experts // ep)
+        total = add(total, experts, frac_moe)
         if m.shared_experts:
-            sf, sb = run(
-                mlp_linears(m, targets, m.shared_experts * m.shared_expert_ffn, sep), t, tp
-            )
-            f, b = f + sf, b + sb
-        fwd, bwd = fwd + frac_moe * f, bwd + frac_moe * b
-    return fwd, bwd
+            width = m.shared_experts * m.shared_expert_ffn
+            total = add(total, run(mlp_linears(m, targets, width, sep), t, tp), frac_moe)
+    return AdapterCost(*total)
 
 
 def expected_nodes_per_token(model: ModelSpec, nodes: int) -> float:

@@ -12,7 +12,9 @@ training step, as the step and memory models price it:
   instead of 6 x, plus the adapters'.
 - Adapters: two GEMMs forward (x A, then (x A) B) and four backward (data and weight gradients
   of both) per targeted linear, in 16-bit; the column-parallel targets (Q/K/V, FC1) split B's
-  output over TP, the row-parallel ones (attention output, FC2) A's input.
+  output over TP, the row-parallel ones (attention output, FC2) A's input. Each adapter's
+  output is added to its linear's, and the two input gradients summed, in separate elementwise
+  kernels (step_time.adapter_cost).
 - Training state: the base weights keep their stored bytes (16-bit, and a recipe's FP8 copy)
   but have no gradient, fp32 master or optimizer state; the adapters carry the full recipe.
   Data-parallel gradient traffic, ZeRO gradient handling and the optimizer step cover the
@@ -20,8 +22,9 @@ training step, as the step and memory models price it:
 - Activations: a frozen linear saves no input for the weight gradient it skips; a targeted
   one's adapter keeps that input in 16-bit for its A gradient (activations.py
   _lora_saved_inputs_delta).
-- FP8: the recipe's casts are charged as in full training (the weight-gradient transposes that
-  a frozen linear does not need are not subtracted: a few percent of an FP8 step at most).
+- FP8 (Transformer Engine recipes): a frozen linear's input gets no transposed FP8 copy (the
+  transpose is made only for a weight gradient); the output gradients keep their cast-transpose
+  (plan/train/fp8.py).
 
 QLoRA (``--qlora``; Dettmers et al. 2023, arXiv:2305.14314) stores the frozen base's layer
 linears in 4-bit NormalFloat with double-quantized constants (NF4_BYTES_PER_PARAM) and

@@ -210,6 +210,20 @@ def test_infer_report_breakdown_bars(browser: Any, tmp_path: Path) -> None:
     view.close("report-infer.png")
 
 
+def test_fine_tuning_report_says_what_is_trained(browser: Any, tmp_path: Path) -> None:
+    path, doc = _report(
+        tmp_path, "train", "llama-3.1-8b", "--tokens", "1B", "--gpus", "8", "--lora-rank", "16",
+        "--lora-targets", "qkv", "--qlora", "--document-len", "400",
+    )  # fmt: skip
+    view = Opened(browser, path)
+    text = " ".join(view.page.text_content("#summary").split())
+    assert "LoRA rank 16 on qkv; base weights frozen, stored in 4-bit NF4 (QLoRA)" in text
+    assert "documents of 400 tokens" in text
+    assert doc["job"]["lora_rank"] == 16
+    view.assert_clean(path)
+    view.close("report-lora.png")
+
+
 def test_user_strings_show_as_text(
     browser: Any, tmp_path: Path, evil_offer: tuple[str, str]
 ) -> None:

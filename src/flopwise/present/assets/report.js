@@ -43,6 +43,14 @@
       items.push(["tokens", count(job.tokens) + (job.seq_len ? " at sequence length " + job.seq_len : "")]);
       items.push(["GPUs", String(job.gpus)]);
       items.push(["dtype", job.dtype]);
+      if (job.lora_rank) {
+        items.push(["fine-tuning", "LoRA rank " + job.lora_rank + " on " +
+          (job.lora_targets && job.lora_targets.length ? job.lora_targets.join(", ") : "every linear") +
+          "; base weights frozen" + (job.qlora ? ", stored in 4-bit NF4 (QLoRA)" : "")]);
+      }
+      if (job.document_len) {
+        items.push(["packing", "documents of " + job.document_len + " tokens, attention inside each"]);
+      }
     } else {
       items.push(["requests", "batch " + job.batch + ", " + job.input_len + " input / " + job.output_len + " output tokens"]);
       items.push(["dtypes", "weights " + job.weight_dtype + ", KV " + (job.kv_dtype || "16-bit (default)") + (job.act_dtype ? ", GEMMs " + job.act_dtype : "")]);

@@ -32,12 +32,6 @@ from flopwise.plan.train.job import ATTENTION_IMPLS, TRAIN_DTYPES
 from flopwise.plan.train.lora import parse_lora_targets
 from flopwise.plan.train.muon import OPTIMIZERS
 
-
-def _lora_targets(text: str) -> tuple[str, ...]:
-    """--lora-targets: a comma list of lora.LORA_TARGETS, or all."""
-    return parse_lora_targets(text)
-
-
 #: Training: the workload, the layout (any left out is searched), the framework switches.
 TRAIN_FLAGS: list[JobFlag] = [
     JobFlag(
@@ -129,7 +123,7 @@ TRAIN_FLAGS: list[JobFlag] = [
         "fc1, fc2 (Megatron-Core's linear_qkv, linear_proj, linear_fc1, linear_fc2) or all. "
         "Default all (NeMo 2 and Megatron-Bridge LoRA)",
         kinds=_T,
-        parse=_lora_targets,
+        parse=parse_lora_targets,
         metavar="LIST",
     ),
     JobFlag(

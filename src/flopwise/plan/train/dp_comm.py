@@ -59,14 +59,10 @@ def dp_exposed_s(ctx: ModelContext, lay: Layout, m: int, mb_fwd: float, mb_bwd: 
         # still gathers the frozen base weights it shards
         t_first, _, t_exp = trainable_stage_params(ctx, lay.tp, lay.pp, lay.ep, lay.expert_tp)
 
-        def traffic(
-            params: float, group: int, s: int, trained: float | None = None
-        ) -> tuple[float, float]:
+        def traffic(params: float, group: int, s: int, trained: float) -> tuple[float, float]:
             """(gradient reduction, parameter gather) seconds for `params` over a DP group of
             `group` ranks sharded in groups of `s` (s = group unless HSDP); `trained`: the part
-            of them that carries gradients (default all)."""
-            if trained is None:
-                trained = params
+            of them that carries gradients (all but under LoRA)."""
             if lay.zero < 3:
                 params = trained
             if group <= 1 or not params:

@@ -138,22 +138,37 @@ def mlp_linears(
     return tuple(out)
 
 
-def target_linears(
+#: Where an adapter group sits (AdapterGroup.where): every layer's attention, the dense layers'
+#: MLP, each MoE layer's shared experts, each routed expert of each MoE layer.
+ADAPTER_PLACES: tuple[str, ...] = ("all", "dense", "shared", "expert")
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterGroup:
+    """The adapted linears of one part of a layer, and which layers (or experts) hold it."""
+
+    where: str  # ADAPTER_PLACES
+    linears: tuple[Linear, ...]
+
+    def params(self, rank: int) -> float:
+        """Trained parameters of one copy: r x (in + out) per targeted linear."""
+        return float(sum(rank * (lin.d_in + lin.d_out) for lin in self.linears))
+
+
+def adapter_groups(
     m: ModelSpec, targets: tuple[str, ...], separate: bool = False
-) -> tuple[Linear, ...]:
-    """The linears of one dense layer that carry an adapter."""
-    return attention_linears(m, targets, separate) + mlp_linears(m, targets, m.ffn, separate)
-
-
-def _params(linears: tuple[Linear, ...], rank: int) -> float:
-    return float(sum(rank * (lin.d_in + lin.d_out) for lin in linears))
-
-
-def adapter_params_per_layer(
-    m: ModelSpec, rank: int, targets: tuple[str, ...], separate: bool = False
-) -> float:
-    """Trained parameters one dense layer's adapters hold: r x (in + out) per targeted linear."""
-    return _params(target_linears(m, targets, separate), rank)
+) -> tuple[AdapterGroup, ...]:
+    """The model's adapted linears by where they sit: the one place both the parameter counts
+    (adapter_counts) and the step model (step_time.adapter_cost) read them from."""
+    groups = [AdapterGroup("all", attention_linears(m, targets, separate))]
+    if m.ffn:
+        groups.append(AdapterGroup("dense", mlp_linears(m, targets, m.ffn, separate)))
+    shared_width = m.shared_experts * m.shared_expert_ffn
+    if shared_width:
+        groups.append(AdapterGroup("shared", mlp_linears(m, targets, shared_width, separate)))
+    if m.is_moe:
+        groups.append(AdapterGroup("expert", mlp_linears(m, targets, m.expert_ffn, separate)))
+    return tuple(groups)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,17 +188,21 @@ class AdapterCounts:
 def adapter_counts(
     m: ModelSpec, rank: int, targets: tuple[str, ...], separate: bool = False
 ) -> AdapterCounts:
-    shared_width = m.shared_experts * m.shared_expert_ffn
+    by = {g.where: g.params(rank) for g in adapter_groups(m, targets, separate)}
     return AdapterCounts(
-        attention=_params(attention_linears(m, targets, separate), rank),
-        dense_mlp=_params(mlp_linears(m, targets, m.ffn, separate), rank) if m.ffn else 0.0,
-        shared=_params(mlp_linears(m, targets, shared_width, separate), rank)
-        if shared_width
-        else 0.0,
-        per_expert=_params(mlp_linears(m, targets, m.expert_ffn, separate), rank)
-        if m.is_moe
-        else 0.0,
+        attention=by["all"],
+        dense_mlp=by.get("dense", 0.0),
+        shared=by.get("shared", 0.0),
+        per_expert=by.get("expert", 0.0),
     )
+
+
+def adapter_params_per_layer(
+    m: ModelSpec, rank: int, targets: tuple[str, ...], separate: bool = False
+) -> float:
+    """Trained parameters one dense layer's adapters hold: r x (in + out) per targeted linear."""
+    c = adapter_counts(m, rank, targets, separate)
+    return c.attention + c.dense_mlp
 
 
 def check_lora_model(

@@ -143,9 +143,10 @@ def _stage_params(
         ranks = [_rank_params(ctx, pp, ep, layers, True, True, n_mtp)]
         first = last = ranks[0][0]
     else:
+        l_first, l_last = _stage_layer_counts(ctx, pp)
         ranks = [
-            _rank_params(ctx, pp, ep, -(-layers // pp), True, False),
-            _rank_params(ctx, pp, ep, layers // pp, False, True, n_mtp),
+            _rank_params(ctx, pp, ep, l_first, True, False),
+            _rank_params(ctx, pp, ep, l_last, False, True, n_mtp),
         ]
         first, last = ranks[0][0], ranks[1][0]
     return first / tp, last / tp, max(e for _, e in ranks) / etp
@@ -165,7 +166,8 @@ def trainable_stage_params(
 
 
 def _stage_layer_counts(ctx: ModelContext, pp: int) -> tuple[int, int]:
-    """(layers of the "first" stage as _stage_params counts it, of the last stage)."""
+    """(layers of the "first" stage, of the last stage): the even split's first and last ranks,
+    or an explicit layout's fullest rank and its loss rank."""
     layers = ctx.model.layers
     pl = ctx.pipeline(pp)
     if pl is not None:
@@ -193,8 +195,7 @@ def state_bytes(ctx: ModelContext, lay: Layout) -> StateBytes:
     n_exp = expert_shard_group(lay, n)
     z = lay.zero
 
-    pl = ctx.pipeline(lay.pp)
-    stage_max = max(pl.rank_layers) if pl is not None else -(-ctx.layers // lay.pp)
+    stage_max = _stage_layer_counts(ctx, lay.pp)[0]
     layer_p = (p_first + p_exp) / max(stage_max, 1)
     gathered = _gathered_layers(ctx)
     if ctx.frozen:

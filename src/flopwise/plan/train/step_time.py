@@ -42,7 +42,7 @@ from .dp_comm import dp_exposed_s, tied_embedding_s
 from .fp8 import layer_cast_cost
 from .fp8_recipes import FP8_BYTES
 from .layout import Layout, stage_layers
-from .lora import NF4_DEQUANT_BYTES_PER_PARAM, Linear, attention_linears, mlp_linears
+from .lora import NF4_DEQUANT_BYTES_PER_PARAM, adapter_groups
 from .memory import expert_shard_group, trainable_stage_params
 from .muon import layer_matrices, newton_schulz_s, tp_gather_s
 from .pipeline_layout import PipelineLayout
@@ -274,10 +274,19 @@ class AdapterCost:
     merges around them (each adapter's output added to its linear's, forward; the two input
     gradients added, backward)."""
 
-    fwd_s: float
-    bwd_s: float
-    merge_fwd_bytes: float
-    merge_bwd_bytes: float
+    fwd_s: float = 0.0
+    bwd_s: float = 0.0
+    merge_fwd_bytes: float = 0.0
+    merge_bwd_bytes: float = 0.0
+
+    def plus(self, other: AdapterCost, weight: float = 1.0) -> AdapterCost:
+        """This cost and `weight` times `other` (a part present in that share of the layers)."""
+        return AdapterCost(
+            self.fwd_s + weight * other.fwd_s,
+            self.bwd_s + weight * other.bwd_s,
+            self.merge_fwd_bytes + weight * other.merge_fwd_bytes,
+            self.merge_bwd_bytes + weight * other.merge_bwd_bytes,
+        )
 
 
 def adapter_cost(
@@ -297,42 +306,32 @@ def adapter_cost(
     `result + lora_B(lora_A(x)) * scaling`): read both, write the sum, and the same for the
     input gradients in the backward."""
     m, job = ctx.model, ctx.job
-    r, sep = job.lora_rank, job.profile.separate_projections
+    r = job.lora_rank
     dt = "bf16" if job.dtype == "fp8" else None
-    targets = job.lora_target_names
-
-    def run(
-        linears: tuple[Linear, ...], tokens: float, split: int, groups: int = 1
-    ) -> tuple[float, float, float, float]:
-        f_sum = b_sum = mf = mb = 0.0
-        for lin in linears:
+    frac_moe = ctx.n_moe / m.layers
+    # the share of the layers each group sits in (lora.ADAPTER_PLACES)
+    share = {"all": 1.0, "dense": 1.0 - frac_moe, "shared": frac_moe, "expert": frac_moe}
+    total = AdapterCost()
+    for group in adapter_groups(m, job.lora_target_names, job.profile.separate_projections):
+        if not share[group.where]:
+            continue
+        tokens, split, groups = t, tp, 1
+        if group.where == "expert":
+            tokens, split, groups = rows, etp or tp, m.experts // ep
+        part = AdapterCost()
+        for lin in group.linears:
             d_in = lin.d_in if lin.column_parallel else lin.d_in / split
             d_out = lin.d_out / split if lin.column_parallel else lin.d_out
             for n, k in ((r, d_in), (d_out, r)):
                 f, b = _gemm(ctx, tokens, n, k, groups, dtype=dt, grouped=groups > 1, wgrad=True)
-                f_sum += f
-                b_sum += b
-            mf += 3.0 * tokens * groups * d_out * ACT_BYTES
-            mb += 3.0 * tokens * groups * d_in * ACT_BYTES
-        return f_sum, b_sum, mf, mb
-
-    def add(
-        a: tuple[float, float, float, float], b: tuple[float, float, float, float], w: float
-    ) -> tuple[float, float, float, float]:
-        return (a[0] + w * b[0], a[1] + w * b[1], a[2] + w * b[2], a[3] + w * b[3])
-
-    total = run(attention_linears(m, targets, sep), t, tp)
-    frac_moe = ctx.n_moe / m.layers
-    if frac_moe < 1.0 and m.ffn:
-        total = add(total, run(mlp_linears(m, targets, m.ffn, sep), t, tp), 1.0 - frac_moe)
-    if frac_moe > 0.0:
-        e_tp = etp or tp
-        experts = run(mlp_linears(m, targets, m.expert_ffn, sep), rows, e_tp, m.experts // ep)
-        total = add(total, experts, frac_moe)
-        if m.shared_experts:
-            width = m.shared_experts * m.shared_expert_ffn
-            total = add(total, run(mlp_linears(m, targets, width, sep), t, tp), frac_moe)
-    return AdapterCost(*total)
+                part = part.plus(AdapterCost(f, b))
+            # the merges: read both outputs (input gradients), write their sum
+            fwd_bytes = 3.0 * tokens * groups * d_out * ACT_BYTES
+            part = part.plus(
+                AdapterCost(0.0, 0.0, fwd_bytes, 3.0 * tokens * groups * d_in * ACT_BYTES)
+            )
+        total = total.plus(part, share[group.where])
+    return total
 
 
 def expected_nodes_per_token(model: ModelSpec, nodes: int) -> float:

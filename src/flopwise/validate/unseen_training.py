@@ -64,7 +64,11 @@ PRECISION_FLAGS: dict[str, tuple[str, ...]] = {
 }
 
 #: Frameworks a row may name in its ``framework`` cell (empty: nemo, the Megatron-Bridge tables).
-FRAMEWORKS: tuple[str, ...] = ("nemo", "torchtitan")
+FRAMEWORKS: tuple[str, ...] = ("nemo", "torchtitan", "pytorch-xla")
+
+#: Frameworks whose whole step, loss included, XLA compiles: the loss is one fused computation
+#: (no materialised fp32 copies of the logits), as MaxText's rows are posed (train_rows.py).
+XLA_FRAMEWORKS: tuple[str, ...] = ("pytorch-xla",)
 
 #: Fewest MoE rows that size an interval regime of their own.
 MIN_MOE_RESIDUALS = 5
@@ -130,6 +134,13 @@ def pose_argv(r: Row) -> list[str] | str:
     recompute = (r.get("recompute") or "").strip()
     if recompute:
         argv += ["--recompute", recompute]
+    tensors = (r.get("remat_tensors") or "").strip()
+    if tensors:
+        # where the recipe keeps each named tensor (workload/remat.py): torchprime's
+        # offload_tensors [decoder_input] is decoder_layer_input=offload, the rest recomputed
+        argv += ["--remat-tensors", tensors]
+    if framework in XLA_FRAMEWORKS:
+        argv += ["--fused-loss"]
     if framework == "torchtitan" and "torch.compile" in r["notes"]:
         # torchtitan compiles the loss and the blocks with --training.compile
         # (components/loss.py), as the June 2025 rows of validate --only training are posed

@@ -351,6 +351,40 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
             "ici_tensor_parallelism, attention 'flash' (splash kernels), remat_policy",
         ),
     ),
+    FrameworkProfile(
+        name="pytorch-xla",
+        summary="PyTorch/XLA SPMD on TPU (torchprime): the whole step compiled by XLA, FSDP "
+        "over the slice's ICI mesh (and DCN) with XLA's asynchronous collectives, tensor "
+        "parallelism over ICI, Pallas flash/splash attention, per-layer activation "
+        "checkpointing; weights and gradients in bf16",
+        attention="flash",
+        dp_overlap="backward",
+        tp_comm_overlap=False,
+        pp_comm_overlap=False,
+        pp_scatter_gather=True,
+        ep_comm_overlap=False,
+        # train.py casts the model to bfloat16: gradients are reduce-scattered in bf16
+        recipes=MappingProxyType({"bf16": "fsdp-pure", "fp16": "fsdp-pure", "fp8": "fsdp-pure"}),
+        context_parallel=False,
+        max_pp=1,
+        fused_pointwise=True,
+        zero_grad_handling="none",
+        # activation_checkpoint_layers = [LlamaDecoderLayer] (remat/llama.yaml) or none; the
+        # layer input offloaded to host (remat/llama-scan-offload.yaml) is `--recompute custom
+        # --remat-tensors decoder_layer_input=offload`, tried only when asked
+        recompute_modes=("none", "full"),
+        sources=(
+            "AI-Hypercomputer/torchprime torchprime/torch_xla_models/README.md (12dc8a42, "
+            "2025-05): ici_mesh.fsdp / ici_mesh.tensor / dcn_mesh.fsdp, "
+            "model.attention_kernel=splash_attention, LIBTPU_INIT_ARGS "
+            "--xla_tpu_enable_async_collective_fusion=true "
+            "--xla_tpu_overlap_compute_collective_tc=true",
+            "torchprime configs/model/remat/{llama,llama-scan,llama-scan-offload}.yaml: "
+            "per-decoder-layer checkpointing, scan over layers, decoder_input offloaded",
+            "torchprime torch_xla_models/train.py: 'Set the model dtype to bfloat16'; no "
+            "pipeline parallelism in torchprime at 12dc8a42",
+        ),
+    ),
 )
 
 PROFILES: Mapping[str, FrameworkProfile] = MappingProxyType({p.name: p for p in _PROFILES})

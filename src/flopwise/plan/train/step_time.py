@@ -66,6 +66,9 @@ class LayerCost:
     ep_fwd: float
     ep_bwd: float
     pointwise_fwd: float = 0.0  # memory-bound pointwise ops alone, forward (inside compute_fwd)
+    # the sequence-parallel all-gathers of the layer's linear inputs, forward, exposed part
+    # (inside tp_fwd): what op-level checkpointing gathers again in the backward
+    tp_gather_fwd: float = 0.0
 
 
 def _gemm(
@@ -202,7 +205,7 @@ def layer_cost(
         e_fwd += cast.fwd_s
         e_bwd += cast.bwd_s
     # tensor parallel: 2 all-reduces (or all-gather + reduce-scatter pairs) each way per layer
-    tp_f = 0.0
+    tp_f = gather_s = 0.0
     if tp > 1:
         tier = ctx.tier(tp, tp)
         size = t * h * ACT_BYTES
@@ -215,8 +218,11 @@ def layer_cost(
                 gather = t * h * FP8_BYTES  # activations and gradients gathered in FP8
             if ctx.job.dtype == "fp8" and not ctx.fp8_recipe.async_tp_fuses_all_gather:
                 gather_exposed = TP_EXPOSED_FRACTION  # the all-gather-matmul is not fused
-            tp_f = 2.0 * collective_time_s("all_gather", gather, tp, tier) * min(gather_exposed, 1)
-            tp_f += 2.0 * collective_time_s("reduce_scatter", size, tp, tier) * min(exposed, 1.0)
+            gather_s = 2.0 * collective_time_s("all_gather", gather, tp, tier)
+            gather_s *= min(gather_exposed, 1.0)
+            tp_f = gather_s + 2.0 * collective_time_s("reduce_scatter", size, tp, tier) * min(
+                exposed, 1.0
+            )
         else:
             tp_f = 2.0 * collective_time_s("all_reduce", size, tp, tier) * min(exposed, 1.0)
     # context parallel: ring exchange of K and V, hidden behind the attention core if it can be
@@ -256,6 +262,7 @@ def layer_cost(
         attn_fwd=a_fwd,
         attn_bwd=a_bwd,
         pointwise_fwd=pointwise_fwd,
+        tp_gather_fwd=gather_s,
         tp_fwd=tp_f,
         tp_bwd=tp_f,
         cp_fwd=cp_f,
@@ -554,6 +561,12 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
             rc_layer += lc.pointwise_fwd
         else:
             rc_layer = (lc.compute_fwd - lc.attn_fwd) * share
+        # the save list keeps matmul outputs and the sequence-parallel reduce-scatters, not the
+        # all-gathered linear inputs (torchtitan parallelize_llama.py _save_list at 820504e,
+        # June 2025: aten.mm, the SDPA outputs, _c10d_functional.reduce_scatter_tensor,
+        # aten.max): the backward gathers both again for the re-run matmuls and the weight
+        # gradients that read them
+        rc_layer += lc.tp_gather_fwd
     elif lay.recompute in POLICIES:  # MaxText's remat policies (xla_memory.py)
         rc_layer = policy_recompute_s(ctx, lay, lc.compute_fwd, lc.attn_fwd)
         rc_attn = lc.attn_fwd if policy_recomputes_attention(ctx, lay) else 0.0

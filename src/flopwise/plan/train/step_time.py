@@ -220,9 +220,8 @@ def layer_cost(
                 gather_exposed = TP_EXPOSED_FRACTION  # the all-gather-matmul is not fused
             gather_s = 2.0 * collective_time_s("all_gather", gather, tp, tier)
             gather_s *= min(gather_exposed, 1.0)
-            tp_f = gather_s + 2.0 * collective_time_s("reduce_scatter", size, tp, tier) * min(
-                exposed, 1.0
-            )
+            scatter_s = 2.0 * collective_time_s("reduce_scatter", size, tp, tier)
+            tp_f = gather_s + scatter_s * min(exposed, 1.0)
         else:
             tp_f = 2.0 * collective_time_s("all_reduce", size, tp, tier) * min(exposed, 1.0)
     # context parallel: ring exchange of K and V, hidden behind the attention core if it can be

@@ -2,8 +2,9 @@
 
 `flopwise validate` poses every published run as a `flopwise plan train MODEL ...` command.
 Where no stock catalog model has the run's exact architecture, MODEL is a pub-* config written
-here from the row's published shape (catalog/data/published/training_runs.csv; each row's
-source and notes say where the shape comes from). Run after refreshing that file:
+here from the row's published shape (catalog/data/published/training_runs.csv, and the
+training_unseen.csv rows that publish an architecture instead of naming a model; each row's
+source and notes say where the shape comes from). Run after refreshing either file:
 
     python scripts/published_models.py
 
@@ -22,6 +23,7 @@ from flopwise.validate.train_rows import (
     load_training_runs,
     published_model_id,
 )
+from flopwise.validate.unseen_training import load_unseen_training_runs, unseen_arch_row
 
 OUT = Path(__file__).resolve().parent.parent / "src/flopwise/catalog/data/published/models"
 
@@ -39,12 +41,26 @@ def expected() -> dict[str, tuple[dict[str, object], str, str]]:
         ident, cfg = published_model_id(row, cfg)
         if ident.startswith("pub-") and ident not in out:
             out[ident] = (cfg, row["id"], row["model"])
+    # training-unseen rows that publish their architecture instead of naming a model (the
+    # Megatron-LM README's GPT weak-scaling table): Megatron's GPT defaults
+    for unseen in load_unseen_training_runs():
+        arch = unseen_arch_row(unseen)
+        if arch is None:
+            continue
+        cfg = arch_config(arch, "megatron-lm-2021")
+        if isinstance(cfg, str):
+            continue
+        ident, cfg = published_model_id(arch, cfg)
+        if ident.startswith("pub-") and ident not in out:
+            out[ident] = (cfg, unseen["id"], unseen["table_model"])
     return out
 
 
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     wanted = sorted(expected().items())  # before removing anything the index still names
+    training_ids = {r["id"] for r in load_training_runs()}
+    from_training = {i for i, (_, rid, _) in wanted if rid in training_ids}
     for old in OUT.glob("pub-*.json"):
         old.unlink()
     rows = []
@@ -56,7 +72,8 @@ def main() -> None:
                 "hf_repo": "",
                 "aliases": "",
                 "config": f"{ident}.json",
-                "source": "catalog/data/published/training_runs.csv",
+                "source": "catalog/data/published/"
+                + ("training_runs.csv" if ident in from_training else "training_unseen.csv"),
                 "as_of": "2026-11-22",
                 "note": f"{label}: architecture as published with run {rid} (see its notes)",
             }

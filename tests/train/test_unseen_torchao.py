@@ -80,7 +80,7 @@ def test_rows_are_posed_as_torchtitan_runs() -> None:
 def test_an_unknown_framework_is_refused_with_its_reason() -> None:
     row = next(r for r in load_unseen_training_runs() if r["id"].startswith("torchao_"))
     assert pose_argv({**row, "framework": "maxtext"}) == (
-        "framework maxtext: not posed (posed: nemo, torchtitan, pytorch-xla)"
+        "framework maxtext: not posed (posed: nemo, torchtitan, pytorch-xla, megatron-core)"
     )
 
 

@@ -64,7 +64,7 @@ PRECISION_FLAGS: dict[str, tuple[str, ...]] = {
 }
 
 #: Frameworks a row may name in its ``framework`` cell (empty: nemo, the Megatron-Bridge tables).
-FRAMEWORKS: tuple[str, ...] = ("nemo", "torchtitan", "pytorch-xla")
+FRAMEWORKS: tuple[str, ...] = ("nemo", "torchtitan", "pytorch-xla", "megatron-core")
 
 #: Frameworks whose whole step, loss included, XLA compiles: the loss is one fused computation
 #: (no materialised fp32 copies of the logits), as MaxText's rows are posed (train_rows.py).
@@ -82,6 +82,21 @@ def load_unseen_training_runs() -> list[Row]:
 
 #: What a row trained: pre-training, supervised (full) fine-tuning, LoRA fine-tuning.
 TASKS: tuple[str, ...] = ("pretrain", "sft", "lora")
+
+
+#: Architecture columns of a row that publishes its model's shape instead of naming a catalog
+#: model (the Megatron-LM README's GPT weak-scaling table); its ``model`` cell is then the pub-*
+#: config scripts/published_models.py writes from them, with Megatron's GPT defaults (MHA,
+#: 4h GELU MLP, tied embeddings, learned positions: validate/train_arch.py arch_config).
+ARCH_COLUMNS: tuple[str, ...] = ("layers", "hidden", "heads", "ffn_hidden", "vocab")
+
+
+def unseen_arch_row(r: Row) -> dict[str, str] | None:
+    """The row's published architecture in the training CSV's column names, or None."""
+    if not (r.get("layers") or "").strip():
+        return None
+    arch = {k: r[k] for k in ARCH_COLUMNS}
+    return {**arch, "model": r["table_model"], "seq_len": r["seq_len"], "notes": r["notes"]}
 
 
 def row_task(r: Row) -> str:
@@ -129,8 +144,15 @@ def pose_argv(r: Row) -> list[str] | str:
         "-a", r["accelerator"], "--gpus", str(gpus), "--tokens", "1T",
         "--seq-len", r["seq_len"], "--global-batch-seqs", r["gbs"], *flags,
         "--framework", framework, "--tp", str(tp), "--pp", str(pp), "--cp", str(cp),
-        "--dp", str(dp), "--microbatch", r["mbs"],
+        "--dp", str(dp),
     ]  # fmt: skip
+    if r["mbs"].strip():
+        argv += ["--microbatch", r["mbs"]]  # else searched, as every degree a source leaves out
+    tp_overlap = yes_no_cell(r, "tp_comm_overlap")
+    if tp_overlap is not None:
+        # the run's TP communication overlap where the source states it (Megatron-Core
+        # --tp-comm-overlap: userbuffers all-gather/reduce-scatter pipelined with the GEMMs)
+        argv.append("--tp-comm-overlap" if tp_overlap else "--no-tp-comm-overlap")
     recompute = (r.get("recompute") or "").strip()
     if recompute:
         argv += ["--recompute", recompute]

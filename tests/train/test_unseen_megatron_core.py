@@ -23,11 +23,11 @@ from flopwise.validate.train_arch import arch_config, published_model_id
 from flopwise.validate.unseen_training import UnseenTrainingValidation as Unseen
 from flopwise.validate.unseen_training import (
     load_unseen_training_runs,
-    pose_argv,
     unseen_arch_row,
 )
 from flopwise.workload.flops import train_flops_per_token
 from flopwise.workload.hf import load_model
+from posed import posed_flags
 from validation_cache import unseen_training
 
 #: Stated tolerance on the ratio of two published MFUs each rounded to a whole percent
@@ -54,12 +54,7 @@ def test_rows_are_posed_with_their_table_layout() -> None:
     rows = _published()
     assert len(rows) == 11
     for r in rows:
-        argv = pose_argv(r)
-        assert isinstance(argv, list), argv
-
-        def flag(name: str, argv: list[str] = argv) -> str:
-            return argv[argv.index(name) + 1]
-
+        argv, flag = posed_flags(r)
         assert flag("--framework") == "megatron-core" and flag("-a") == "h100-sxm"
         assert int(flag("--tp")) * int(flag("--pp")) * int(flag("--dp")) == int(r["gpus"])
         assert flag("--zero") == "1"  # --overlap-param-gather: the distributed optimizer

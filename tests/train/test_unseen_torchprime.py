@@ -25,7 +25,8 @@ import pytest
 from flopwise.errors import FlopwiseError
 from flopwise.plan.train.frameworks import get_profile
 from flopwise.validate.unseen_training import UnseenTrainingValidation as Unseen
-from flopwise.validate.unseen_training import load_unseen_training_runs, pose_argv
+from flopwise.validate.unseen_training import load_unseen_training_runs
+from posed import posed_flags
 from validation_cache import unseen_training
 
 #: Stated tolerance on a published throughput ratio of two jobs on the same chips, framework
@@ -46,12 +47,7 @@ def test_rows_are_posed_as_their_recipes() -> None:
     rows = _published()
     assert len(rows) == 5
     for r in rows:
-        argv = pose_argv(r)
-        assert isinstance(argv, list), argv
-
-        def flag(name: str, argv: list[str] = argv) -> str:
-            return argv[argv.index(name) + 1]
-
+        argv, flag = posed_flags(r)
         assert flag("--framework") == "pytorch-xla" and flag("-a") == "tpu-v6e"
         assert flag("--zero") == "3" and "--no-hsdp" in argv  # FSDP over the whole mesh
         assert "--fused-loss" in argv  # XLA compiles the loss with the step

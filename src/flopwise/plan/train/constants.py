@@ -133,7 +133,10 @@ STEP_FIXED_S = 0.02
 
 #: Memory traffic per logit element for the softmax cross-entropy, forward and backward: write
 #: the 16-bit logits, read them and write fp32 (Megatron's vocab-parallel cross-entropy
-#: upcasts), read for max/sum/loss, then read and write the gradient.
+#: upcasts), read for max/sum/loss, then read and write the gradient. An estimate, the same for
+#: every framework: counted op by op, Megatron's unfused loss (core_r0.8.0) moves 52 B and a
+#: fused kernel about 6 B; charging those was checked and not shipped (docs/training-planner.md,
+#: Validation, tenth round).
 CROSS_ENTROPY_TRAFFIC_BYTES = 16.0
 
 #: Unfused attention (Megatron-LM 2021, BLOOM's Megatron-DeepSpeed): the s x s score tensor

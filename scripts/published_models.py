@@ -23,7 +23,7 @@ from flopwise.validate.train_rows import (
     load_training_runs,
     published_model_id,
 )
-from flopwise.validate.unseen_training import load_unseen_training_runs, unseen_arch_row
+from flopwise.validate.unseen_training import load_unseen_training_runs, unseen_published_model
 
 OUT = Path(__file__).resolve().parent.parent / "src/flopwise/catalog/data/published/models"
 
@@ -44,13 +44,10 @@ def expected() -> dict[str, tuple[dict[str, object], str, str]]:
     # training-unseen rows that publish their architecture instead of naming a model (the
     # Megatron-LM README's GPT weak-scaling table): Megatron's GPT defaults
     for unseen in load_unseen_training_runs():
-        arch = unseen_arch_row(unseen)
-        if arch is None:
+        got = unseen_published_model(unseen)
+        if got is None:
             continue
-        cfg = arch_config(arch, "megatron-lm-2021")
-        if isinstance(cfg, str):
-            continue
-        ident, cfg = published_model_id(arch, cfg)
+        ident, cfg = got
         if ident.startswith("pub-") and ident not in out:
             out[ident] = (cfg, unseen["id"], unseen["table_model"])
     return out

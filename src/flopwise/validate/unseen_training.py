@@ -38,6 +38,7 @@ from flopwise.plan.sustained import (
 from flopwise.plan.train.interval import INTERVAL_LEVEL
 from flopwise.validate.common import SkippedRow, ValidationRow, yes_no_cell
 from flopwise.validate.scoring import quantile, summarize
+from flopwise.validate.train_arch import arch_config, published_model_id
 
 Row = dict[str, str]
 
@@ -91,12 +92,18 @@ TASKS: tuple[str, ...] = ("pretrain", "sft", "lora")
 ARCH_COLUMNS: tuple[str, ...] = ("layers", "hidden", "heads", "ffn_hidden", "vocab")
 
 
-def unseen_arch_row(r: Row) -> dict[str, str] | None:
-    """The row's published architecture in the training CSV's column names, or None."""
+def unseen_published_model(r: Row) -> tuple[str, dict[str, Any]] | None:
+    """(catalog id, config) of the architecture a row publishes (its ``model`` cell must name
+    that id; scripts/published_models.py writes the config), or None for a row that names a
+    catalog model instead (or whose shape makes no config)."""
     if not (r.get("layers") or "").strip():
         return None
     arch = {k: r[k] for k in ARCH_COLUMNS}
-    return {**arch, "model": r["table_model"], "seq_len": r["seq_len"], "notes": r["notes"]}
+    arch |= {"model": r["table_model"], "seq_len": r["seq_len"], "notes": r["notes"]}
+    cfg = arch_config(arch, "megatron-lm-2021")  # Megatron's GPT defaults
+    if isinstance(cfg, str):
+        return None
+    return published_model_id(arch, cfg)
 
 
 def row_task(r: Row) -> str:

@@ -28,6 +28,7 @@ from flopwise.cli.job_flag import (
     _recompute_modes,
     _remat_tensors,
 )
+from flopwise.plan.train.frameworks import RECOMPUTE_REPLAY_MODES
 from flopwise.plan.train.job import ATTENTION_IMPLS, TRAIN_DTYPES
 from flopwise.plan.train.lora import parse_lora_targets
 from flopwise.plan.train.muon import OPTIMIZERS
@@ -294,6 +295,16 @@ TRAIN_FLAGS: list[JobFlag] = [
         "default alltoall",
         kinds=_T,
         choices=("alltoall", "deepep"),
+        group=_FRAMEWORK,
+    ),
+    JobFlag(
+        "recompute-replay",
+        "what a full activation checkpoint re-runs in the backward (default: the profile's): "
+        "replay (the whole layer: Megatron, DeepSpeed, PyTorch's reentrant checkpoint), "
+        "early-stop (PyTorch >= 2.1 non-reentrant: stops before the MLP's output projection) "
+        "or dce (compiled: only what the backward reads)",
+        kinds=_T,
+        choices=RECOMPUTE_REPLAY_MODES,
         group=_FRAMEWORK,
     ),
     JobFlag(

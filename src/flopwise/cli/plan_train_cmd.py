@@ -40,6 +40,7 @@ def framework_job_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "dp_comm_overlap": args.dp_comm_overlap,
         "pp_scatter_gather": args.pp_scatter_gather,
         "compile": getattr(args, "compile", None),
+        "recompute_replay": getattr(args, "recompute_replay", None),
         "remat_tensors": getattr(args, "remat_tensors", None) or (),
         "fp8_recipe": args.fp8_recipe,
         "optimizer": getattr(args, "optimizer", None) or "adamw",

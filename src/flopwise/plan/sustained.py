@@ -97,11 +97,17 @@ from flopwise.plan.efficiency import power_clock_factor
 #: packed SQuAD examples: plan/train/lora.py, TrainJob.document_len; 215 rows): gh100
 #: 0.73 -> 0.735; default 0.78 -> 0.785 with them, back to 0.78 once LoRA's adapter merges were
 #: priced (their three LoRA rows 1-2% slower); the other dies unchanged.
-SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.78
+#: Refitted 2026-11-30 with full activation checkpoints priced as each framework's checkpoint
+#: runs them (frameworks.RECOMPUTE_REPLAY_MODES): PyTorch's non-reentrant checkpoint (torch
+#: >= 2.1: torchtitan, llm-foundry from v0.3.0) and compiled remat (MaxText, PyTorch/XLA) do
+#: not re-run the MLP's output projection, Megatron's checkpoint does. The rows with full
+#: recompute get 3-9% faster, and the dies give back what they absorbed: ga100 0.81 -> 0.80,
+#: gh100 0.735 -> 0.715, tpu-v5e 0.90 -> 0.83, default 0.78 -> 0.755; v5p and v6e unchanged.
+SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.755
 SUSTAINED_COMPUTE_FRACTION: dict[str, float] = {
-    "ga100": 0.81,
-    "gh100": 0.735,
-    "tpu-v5e": 0.90,
+    "ga100": 0.80,
+    "gh100": 0.715,
+    "tpu-v5e": 0.83,
     "tpu-v5p": 0.815,
     "tpu-v6e": 0.73,
 }
@@ -136,9 +142,9 @@ FRACTION_FIT_ROWS: dict[str, tuple[str, ...]] = {"cdna3": ("torchao_mi300x_llama
 #: TFLOPS (mean of 15 windows, SM clock 1,290-1,380 MHz) against the same machine's 848.8 MAMF
 #: (log_round2.txt), 0.788; cuDNN fused causal attention forward + backward at 32K held 531.4
 #: against its burst 547.1 (attention.csv: 621.6 forward, 521.8 backward, the backward 2.5x
-#: the forward's FLOPs), 0.971. The training fraction above (GH100 0.73) is this power cap and
+#: the forward's FLOPs), 0.971. The training fraction above (GH100 0.715) is this power cap and
 #: what only a training step adds on top of it: launch gaps between thousands of eager kernels
-#: and GEMMs sharing SMs and HBM with overlapped NCCL collectives, 0.735 / 0.788 = 0.93 of it.
+#: and GEMMs sharing SMs and HBM with overlapped NCCL collectives, 0.715 / 0.788 = 0.91 of it.
 #: A serving engine adds neither (decode runs in CUDA graphs or a compiled engine, and its
 #: tensor-parallel all-reduces run between the GEMMs, priced on their own), so on a die with a
 #: measurement its GEMMs and prefill attention run at these shares; elsewhere at the die's
@@ -214,7 +220,7 @@ TRAINING_ONLY_REFERENCE_DIE = "gh100"
 
 def training_only_share(die: str = TRAINING_ONLY_REFERENCE_DIE) -> float:
     """What a training step keeps of its die's power-capped GEMM rate: the die's fitted fraction
-    over its measured POWER_CAPPED_SHARE (GH100: 0.735 / 0.788 = 0.933)."""
+    over its measured POWER_CAPPED_SHARE (GH100: 0.715 / 0.788 = 0.907)."""
     return SUSTAINED_COMPUTE_FRACTION[die] / POWER_CAPPED_SHARE[die]["gemm"]
 
 

@@ -244,6 +244,9 @@ def show_train_plan(doc: dict[str, Any]) -> None:
     pointwise = doc.get("pointwise") or {}
     if pointwise.get("kernels") == "eager":
         caption = (caption + "; " if caption else "") + f"pointwise ops: {pointwise['what']}"
+    replay = doc.get("recompute_replay")
+    if replay:
+        caption = (caption + "; " if caption else "") + f"full recompute re-runs {replay['what']}"
     out.print(table("Step time", ["", "s", "share"], time_rows, caption=caption, right=(1, 2)))
     s = doc["search"]
     note = (

@@ -115,6 +115,14 @@ _SC21_TABLE_1: dict[str, tuple[int, int]] = {
 #: model of the 24.07 performance table (null = none): only Nemotron-4 340B recomputes.
 NEMO_2407_RECOMPUTE: dict[str, str] = {"Nemotron-340B": "selective"}
 
+#: llm-foundry rows measured on torch 1.13.1, whose non-reentrant checkpoint has no early stop
+#: (it arrived in torch 2.1.0) and re-runs the whole block: the A100 40GB table and the A100
+#: 80GB table's two 70B rows, added in mosaicml/examples 9fa3ceb9a (2023-04-04; sweep.sh
+#: IMAGE mosaicml/pytorch:1.13.1, examples/llm/requirements.txt torch==1.13.1) and kept by
+#: llm-foundry b2a43a147 ("added back old numbers that I didn't reproduce"). The other tables
+#: ran llm-foundry v0.3.0 or later on torch 2.1.0 (the profile's early stop).
+LLM_FOUNDRY_TORCH_113_PREFIXES: tuple[str, ...] = ("mpt_a100_40_", "mpt_a100_80_70b_")
+
 _SKIP_PREFIXES = {
     "llama1": "whole-run GPU-hours only; parallel layout, microbatch and recompute never published",
     "llama2": "whole-run GPU-hours only; parallel layout, microbatch and recompute never published",
@@ -225,7 +233,11 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
         put("--recompute", rc)
         # llm-foundry's default loss_fn: fused_crossentropy (flash_attn's Triton kernel)
         out += ["--fused-loss"]
-        return out, "FSDP SHARD_GRAD_OP = ZeRO-2" if grad_op else "FSDP FULL_SHARD = ZeRO-3"
+        note = "FSDP SHARD_GRAD_OP = ZeRO-2" if grad_op else "FSDP FULL_SHARD = ZeRO-3"
+        if rid.startswith(LLM_FOUNDRY_TORCH_113_PREFIXES) and rc not in (None, "none"):
+            out += ["--recompute-replay", "replay"]
+            note += "; torch 1.13.1: the non-reentrant checkpoint re-runs the whole block"
+        return out, note
     if family == "torchtitan":
         if tp is None or dp is None:
             return "layout not published"

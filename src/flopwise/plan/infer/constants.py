@@ -42,8 +42,9 @@ DECODE_KERNELS = decode_kernels.DECODE_KERNELS
 #: held out by accelerator every fold picks 18-19 and they score 9.3%.
 #: Refitted 2026-11-29: 18 -> 17, the A100 rows among its fit rows running their GEMMs at the
 #: GA100 training fraction refitted 0.80 -> 0.81 (plan/sustained.py, torchtitan's eager
-#: pointwise ops); the same rule on the same rows.
-MMHA_OPS_PER_SM_CLOCK = 17.0
+#: pointwise ops); the same rule on the same rows. Refitted 2026-11-30: 17 -> 18, GA100's
+#: training fraction back to 0.80 (full recompute priced by each framework's checkpoint).
+MMHA_OPS_PER_SM_CLOCK = 18.0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

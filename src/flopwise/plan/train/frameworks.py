@@ -49,6 +49,40 @@ DP_OVERLAP_MODES: tuple[str, ...] = ("backward", "after_backward", "backward_wit
 ZERO_GRAD_HANDLING: tuple[str, ...] = ("flat", "fsdp2-copy-in", "in-bucket", "none")
 
 
+#: What a full (per-layer) activation checkpoint re-runs in the backward:
+#: "replay": the layer's whole forward again: Megatron's CheckpointFunction
+#:     (tensor_parallel.checkpoint) and Transformer Engine's te_checkpoint, DeepSpeed's
+#:     checkpointing, PyTorch's reentrant torch.utils.checkpoint;
+#: "early-stop": PyTorch's non-reentrant checkpoint (torch >= 2.1, pytorch/pytorch#90105):
+#:     "non-reentrant checkpoint stops recomputation as soon as it has computed all needed
+#:     Tensors" (torch/utils/checkpoint.py set_checkpoint_early_stop, on by default). A native
+#:     aten matmul stores its inputs for the backward before it runs (the generated
+#:     VariableType code saves inputs ahead of the redispatch), so the recomputation stops
+#:     before the layer's last GEMM, the MLP's output projection, whose result only the residual
+#:     add reads; verified on torch 2.13 (tests/train/test_recompute_early_stop.py counts the
+#:     matmuls of a checkpointed block's backward). A custom autograd Function (Transformer
+#:     Engine's and torchao's eager float8 linears) saves after it runs, so an eager FP8 layer
+#:     re-runs it; a compiled one is "dce";
+#: "dce": a compiled graph's recomputation (JAX/XLA remat, torch.compile's partitioner,
+#:     PyTorch/XLA's lazy trace) holds only what the backward reads; the output projection's
+#:     result is dead and never recomputed (jax.checkpoint of a Llama block: 8 of its 9 forward
+#:     dot_generals appear again in the gradient's jaxpr, jax 0.10).
+#: Under "early-stop" and "dce" a plan's full recompute leaves out the dense MLP's output
+#: projection and its tensor-parallel reduction (step_time.LayerCost.tail_fwd).
+RECOMPUTE_REPLAY_MODES: tuple[str, ...] = ("replay", "early-stop", "dce")
+
+#: What each mode re-runs, as a plan says it.
+RECOMPUTE_REPLAY_TEXT: Mapping[str, str] = MappingProxyType(
+    {
+        "replay": "each layer's whole forward again",
+        "early-stop": "each layer's forward up to its MLP output projection (PyTorch's "
+        "non-reentrant checkpoint stops once the saved tensors are back)",
+        "dce": "only what the backward reads (a compiled recomputation): not the MLP output "
+        "projection",
+    }
+)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class FrameworkProfile:
     """What one training framework does, with where each value comes from."""
@@ -88,6 +122,8 @@ class FrameworkProfile:
     # what ZeRO-2/3 does to every microbatch's unsharded gradients in HBM before the
     # reduce-scatter (ZERO_GRAD_HANDLING; constants.zero_grad_handling_bytes)
     zero_grad_handling: str = "flat"
+    # what a full activation checkpoint re-runs in the backward (RECOMPUTE_REPLAY_MODES)
+    recompute_replay: str = "replay"
     max_tp: int | None = None  # None: any; 1: the framework has no tensor parallelism
     max_pp: int | None = None
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
@@ -101,6 +137,11 @@ class FrameworkProfile:
             raise FlopwiseError(
                 f"profile {self.name}: zero_grad_handling {self.zero_grad_handling!r} is not one "
                 f"of {', '.join(ZERO_GRAD_HANDLING)}"
+            )
+        if self.recompute_replay not in RECOMPUTE_REPLAY_MODES:
+            raise FlopwiseError(
+                f"profile {self.name}: recompute_replay {self.recompute_replay!r} is not one "
+                f"of {', '.join(RECOMPUTE_REPLAY_MODES)}"
             )
 
     def recipe_for(self, dtype: str) -> str:
@@ -134,6 +175,7 @@ class FrameworkProfile:
             "eager_pointwise": self.eager_pointwise,
             "te_layernorm_modules": self.te_layernorm_modules,
             "zero_grad_handling": self.zero_grad_handling,
+            "recompute_replay": self.recompute_replay,
             "max_tp": self.max_tp,
             "max_pp": self.max_pp,
             "zero_stages": list(self.zero_stages),
@@ -273,6 +315,11 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         # plain PyTorch ops (torchtitan/models/norms.py, models/llama/model.py at 9dec370)
         eager_pointwise=True,
         zero_grad_handling="fsdp2-copy-in",
+        # models/llama3/parallelize_llama.py (9dec370, 820504e): ptd_checkpoint_wrapper(module,
+        # preserve_rng_state=False), CheckpointImpl.NO_REENTRANT by default; its own
+        # early_stop option (default False) came with 25413d224 (2025-08-29), after every
+        # published torchtitan table this profile is checked against
+        recompute_replay="early-stop",
         sources=(
             "pytorch/torchtitan docs/fsdp.md (FSDP2: reshard_after_forward, implicit "
             "prefetching) and train_configs/llama3_*.toml (mixed_precision_param bfloat16, "
@@ -301,9 +348,16 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         max_pp=1,
         zero_stages=(2, 3),
         context_parallel=False,
+        # scripts/train/yamls/pretrain/mpt-*.yaml: activation_checkpointing_reentrant: false
+        # (Composer's checkpoint_wrapper, CheckpointImpl.NO_REENTRANT); torch >= 2.1 since
+        # v0.3.0 (Oct 2023). te.Linear FP8 runs are forced reentrant by train.py and replay.
+        recompute_replay="early-stop",
         sources=(
             "mosaicml/llm-foundry scripts/train/benchmarking/README.md: FSDP FULL_SHARD, "
             "'our models use Flash Attention'",
+            "mosaicml/llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml (v0.3.0, b2a43a147, "
+            "5e85bd62d): activation_checkpointing_reentrant: false; setup.py torch>=2.1,<2.1.1 "
+            "at 5e85bd62d",
             "Composer FSDP docs: mixed_precision DEFAULT reduces in fp32, PURE in bf16",
         ),
     ),
@@ -342,6 +396,9 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         context_parallel=False,
         fused_pointwise=True,
         zero_grad_handling="none",
+        # remat_policy=full: nn.remat(policy=None) of each decoder layer; JAX keeps only the
+        # recomputation its gradient reads
+        recompute_replay="dce",
         # its remat_policy values (configs/base.yml; workload/remat.py) that keep tensors in
         # HBM or recompute them; the host-offloading ones only when asked: the time of their
         # device-host copies is not modelled (no sourced TPU host-link bandwidth in the catalog)
@@ -369,6 +426,9 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         max_pp=1,
         fused_pointwise=True,
         zero_grad_handling="none",
+        # torch_xla's checkpoint re-runs the layer inside the lazy trace, and XLA compiles
+        # only what the step's outputs read
+        recompute_replay="dce",
         # activation_checkpoint_layers = [LlamaDecoderLayer] (remat/llama.yaml) or none; the
         # layer input offloaded to host (remat/llama-scan-offload.yaml) is `--recompute custom
         # --remat-tensors decoder_layer_input=offload`, tried only when asked

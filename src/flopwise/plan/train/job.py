@@ -91,6 +91,9 @@ class TrainJob:
     # None: the framework profile's default (FrameworkProfile.eager_pointwise: torchtitan runs
     # eagerly unless --training.compile). Only changes profiles that run eager ops
     compile: bool | None = None
+    # what a full activation checkpoint re-runs (frameworks.RECOMPUTE_REPLAY_MODES); None: the
+    # framework profile's (an older PyTorch's non-reentrant checkpoint replays: "replay")
+    recompute_replay: str | None = None
     # each norm is one fused kernel even where the other pointwise ops run eagerly
     # (torchtitan's norm_type fused_rmsnorm, a Triton kernel)
     fused_norm: bool = False
@@ -153,9 +156,16 @@ class TrainJob:
             raise FlopwiseError(
                 f"ep dispatcher {self.ep_dispatcher!r} is not one of {', '.join(EP_DISPATCHERS)}"
             )
-        from flopwise.plan.train.frameworks import get_profile
+        from flopwise.plan.train.frameworks import RECOMPUTE_REPLAY_MODES, get_profile
 
         get_profile(self.framework)
+        if self.recompute_replay is not None and (
+            self.recompute_replay not in RECOMPUTE_REPLAY_MODES
+        ):
+            raise FlopwiseError(
+                f"recompute replay {self.recompute_replay!r} is not one of "
+                f"{', '.join(RECOMPUTE_REPLAY_MODES)}"
+            )
         if self.attention is not None and self.attention not in ATTENTION_IMPLS:
             raise FlopwiseError(
                 f"attention {self.attention!r} is not one of {', '.join(ATTENTION_IMPLS)}"
@@ -238,6 +248,23 @@ class TrainJob:
         """Pointwise ops run one PyTorch op per kernel (plan/train/pointwise.py): a profile
         that runs eager ops, not compiled."""
         return self.profile.eager_pointwise and not self.compile
+
+    @property
+    def recompute_replay_mode(self) -> str:
+        """What a full activation checkpoint of this job re-runs (frameworks.
+        RECOMPUTE_REPLAY_MODES): the flag's or the profile's mode; PyTorch's early stop stops
+        before a native matmul, not before the eager custom-Function linears of an FP8 run
+        (Transformer Engine, torchao), which then replay; compiled, they are "dce"."""
+        mode = self.recompute_replay or self.profile.recompute_replay
+        if mode == "early-stop" and self.dtype == "fp8":
+            return "dce" if self.compile else "replay"
+        return mode
+
+    @property
+    def recompute_skips_tail(self) -> bool:
+        """Whether a full activation checkpoint leaves the layer's last GEMM (the MLP's output
+        projection) and its tensor-parallel reduction out of its recomputation."""
+        return self.recompute_replay_mode in ("early-stop", "dce")
 
     @property
     def fp8_recipe_name(self) -> str:

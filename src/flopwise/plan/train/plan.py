@@ -12,7 +12,7 @@ from flopwise.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from flopwise.workload.spec import ModelSpec
 
 from .context import ModelContext
-from .frameworks import constrain
+from .frameworks import RECOMPUTE_REPLAY_TEXT, constrain
 from .interval import StepInterval, is_attention_bound, step_interval
 from .job import TrainJob
 from .layout import (
@@ -214,6 +214,7 @@ class TrainPlan:
             **self._intervals(),
             "framework": job.profile.to_dict(),
             "pointwise": pointwise_summary(job),
+            "recompute_replay": self._recompute_replay_dict(),
             "optimizer": self._optimizer_dict(),
             "ep_dispatcher": job.ep_dispatcher,
             "pipeline_layout": self._pipeline_layout_dict(),
@@ -223,6 +224,14 @@ class TrainPlan:
             "objective": job.objective,
             "search": self._search_dict(),
         }
+
+    def _recompute_replay_dict(self) -> dict[str, str] | None:
+        """What the best layout's full recompute re-runs (frameworks.RECOMPUTE_REPLAY_MODES);
+        None when it recomputes nothing in full."""
+        if self.best.layout.recompute != "full":
+            return None
+        mode = self.job.recompute_replay_mode
+        return {"mode": mode, "what": RECOMPUTE_REPLAY_TEXT[mode]}
 
     def _lora_dict(self) -> dict[str, Any] | None:
         """LoRA fine-tuning (plan/train/lora.py): the adapters' rank, targets and trained

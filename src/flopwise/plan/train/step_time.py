@@ -69,6 +69,11 @@ class LayerCost:
     # the sequence-parallel all-gathers of the layer's linear inputs, forward, exposed part
     # (inside tp_fwd): what op-level checkpointing gathers again in the backward
     tp_gather_fwd: float = 0.0
+    # the forward work after the layer's last tensor saved for the backward: the dense MLP's
+    # output projection and its tensor-parallel reduction (inside compute_fwd and tp_fwd),
+    # which a recompute that re-runs only what the backward reads leaves out
+    # (frameworks.RECOMPUTE_REPLAY_MODES)
+    tail_fwd: float = 0.0
 
 
 def _gemm(
@@ -153,6 +158,9 @@ def layer_cost(
         else:
             dense_up = _gemm(ctx, t, mult * m.ffn / tp, h)
         dense_mlp = [dense_up, _gemm(ctx, t, h, m.ffn / tp)]
+    # the dense MLP's output projection (an MoE layer's last saved tensors, the combine's
+    # routing indices and probabilities, come after its experts: nothing is left out there)
+    tail = (1 - ctx.n_moe / m.layers) * dense_mlp[-1][0] if dense_mlp else 0.0
     moe_mlp: list[tuple[float, float]] = []
     moe_rows = 0.0
     if m.is_moe:
@@ -184,6 +192,7 @@ def layer_cost(
     sustain = ctx.gemm_fraction
     g_fwd /= sustain
     g_bwd /= sustain
+    tail /= sustain
     a_fwd, a_bwd = _attention_core(ctx, t, tp, mb, cp)
     # memory-bound pointwise work: fused kernels, XLA fusions or eager ops (pointwise.py)
     pw_fwd, pw_bwd = layer_pointwise_bytes(ctx, tp, sp, frac_moe)
@@ -205,7 +214,7 @@ def layer_cost(
         e_fwd += cast.fwd_s
         e_bwd += cast.bwd_s
     # tensor parallel: 2 all-reduces (or all-gather + reduce-scatter pairs) each way per layer
-    tp_f = gather_s = 0.0
+    tp_f = gather_s = tail_tp = 0.0
     if tp > 1:
         tier = ctx.tier(tp, tp)
         size = t * h * ACT_BYTES
@@ -222,8 +231,11 @@ def layer_cost(
             gather_s *= min(gather_exposed, 1.0)
             scatter_s = 2.0 * collective_time_s("reduce_scatter", size, tp, tier)
             tp_f = gather_s + scatter_s * min(exposed, 1.0)
+            tail_tp = scatter_s / 2.0 * min(exposed, 1.0)  # the MLP output's reduce-scatter
         else:
             tp_f = 2.0 * collective_time_s("all_reduce", size, tp, tier) * min(exposed, 1.0)
+            tail_tp = tp_f / 2.0  # the MLP output's all-reduce
+        tail_tp *= 1 - frac_moe
     # context parallel: ring exchange of K and V, hidden behind the attention core if it can be
     cp_f = cp_b = 0.0
     if cp > 1:
@@ -262,6 +274,7 @@ def layer_cost(
         attn_bwd=a_bwd,
         pointwise_fwd=pointwise_fwd,
         tp_gather_fwd=gather_s,
+        tail_fwd=tail + tail_tp,
         tp_fwd=tp_f,
         tp_bwd=tp_f,
         cp_fwd=cp_f,
@@ -496,7 +509,18 @@ def mtp_time_s(ctx: ModelContext, lay: Layout, layer_s: float, logits: float) ->
     return ctx.job.mtp_layers * (layer_s + (pf + pb) / ctx.gemm_fraction + logits)
 
 
+def full_recompute_layer_s(ctx: ModelContext, lc: LayerCost) -> float:
+    """Seconds a full activation checkpoint re-runs of one layer and microbatch: its forward
+    with its TP, expert and context-parallel communication, less the work after its last
+    saved tensor where the framework's checkpoint skips it (TrainJob.recompute_skips_tail)."""
+    unit = lc.compute_fwd + lc.tp_fwd + lc.ep_fwd + lc.cp_fwd
+    if ctx.job.recompute_skips_tail:
+        unit -= lc.tail_fwd
+    return unit
+
+
 def _layout_pace(
+    ctx: ModelContext,
     lay: Layout,
     pl: PipelineLayout,
     lc: LayerCost,
@@ -510,7 +534,7 @@ def _layout_pace(
     paces a step under an explicit pipeline layout: each rank runs its own layers (block
     recompute re-runs up to recompute_layers of each of its virtual stages), the loss rank the
     logits as well and the MTP rank its modules (`mtp`)."""
-    unit = lc.compute_fwd + lc.tp_fwd + lc.ep_fwd + lc.cp_fwd  # one fully recomputed layer
+    unit = full_recompute_layer_s(ctx, lc)  # one fully recomputed layer
     block = lay.recompute == "full"
     best: tuple[float, int, float, int] | None = None
     for rank in range(pl.pp):
@@ -546,7 +570,7 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     rc_attn = 0.0  # attention core re-run in the backward
     if lay.recompute == "full":
         share = lay.recompute_share(ctx.layers)  # block recompute: some layers of each chunk
-        rc_layer = share * (lc.compute_fwd + lc.tp_fwd + lc.ep_fwd + lc.cp_fwd)
+        rc_layer = share * full_recompute_layer_s(ctx, lc)
         rc_attn = share * lc.attn_fwd
     elif lay.recompute == "selective":
         rc_layer = rc_attn = lc.attn_fwd
@@ -580,7 +604,7 @@ def step_breakdown(ctx: ModelContext, lay: Layout, microbatches: int) -> StepBre
     elif pl is not None:
         # an explicit layout: every rank's own layers, the loss rank's logits (pipeline_layout.py)
         n_layers, extra, rc_layer, rc_attn = _layout_pace(
-            lay, pl, lc, per_layer_total, rc_layer, rc_attn, logits, mtp
+            ctx, lay, pl, lc, per_layer_total, rc_layer, rc_attn, logits, mtp
         )
     elif (
         layers_first * (per_layer_total + rc_layer)

@@ -4,8 +4,9 @@ PyTorch's non-reentrant checkpoint stops its recomputation once every tensor the
 is back; a native matmul saves its inputs before it runs, so the layer's last GEMM (the MLP's
 output projection, read only by the residual add) is never re-run. Megatron's own checkpoint
 re-runs the whole layer. Compiled recomputations (XLA, torch.compile) keep only what the
-backward reads. The first two tests measure the mechanism on the installed torch; the rest
-check that the planner prices each framework's checkpoint that way.
+backward reads. The first three tests measure the mechanism on the installed torch (eager, and
+compiled through AOTAutograd's min-cut partitioner); the rest check that the planner prices
+each framework's checkpoint that way.
 """
 
 from __future__ import annotations
@@ -89,6 +90,48 @@ def test_the_early_stop_is_pytorchs_default() -> None:
     with mode:
         out.sum().backward()
     assert len(mode.shapes) == len(_backward_matmuls(True))
+
+
+def _compiled_backward_matmuls(ac: bool) -> Counter[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """Matmul shapes in the backward graph AOTAutograd's min-cut partitioner (inductor's)
+    makes of the block, compiled with or without a full activation checkpoint around it."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    graphs: dict[str, Counter[tuple[tuple[int, ...], tuple[int, ...]]]] = {}
+
+    def keep(name: str):  # type: ignore[no-untyped-def]
+        def compiler(gm, _inputs):  # type: ignore[no-untyped-def]
+            graphs[name] = Counter(
+                (tuple(n.args[0].meta["val"].shape), tuple(n.args[1].meta["val"].shape))
+                for n in gm.graph.nodes
+                if n.op == "call_function" and str(n.target) == "aten.mm.default"
+            )
+            return make_boxed_func(gm.forward)
+
+        return compiler
+
+    block = _Block()
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        return checkpoint(block, x, use_reentrant=False) if ac else block(x)
+
+    torch._dynamo.reset()
+    backend = aot_autograd(
+        fw_compiler=keep("fw"),
+        bw_compiler=keep("bw"),
+        partition_fn=min_cut_rematerialization_partition,
+    )
+    compiled = torch.compile(run, backend=backend, fullgraph=True)
+    compiled(torch.randn(2, 8, 32, requires_grad=True)).sum().backward()
+    return graphs["bw"]
+
+
+def test_a_compiled_checkpoint_recomputes_only_what_the_backward_reads() -> None:
+    recomputed = _compiled_backward_matmuls(True) - _compiled_backward_matmuls(False)
+    # QKV, output, gate and up projections again; not the down projection
+    assert recomputed == Counter({((16, 32), (32, 96)): 3, ((16, 32), (32, 32)): 1})
 
 
 def _ctx(framework: str, dtype: str = "bf16", compile: bool | None = None) -> ModelContext:

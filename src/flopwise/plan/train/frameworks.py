@@ -66,7 +66,9 @@ ZERO_GRAD_HANDLING: tuple[str, ...] = ("flat", "fsdp2-copy-in", "in-bucket", "no
 #: "dce": a compiled graph's recomputation (JAX/XLA remat, torch.compile's partitioner,
 #:     PyTorch/XLA's lazy trace) holds only what the backward reads; the output projection's
 #:     result is dead and never recomputed (jax.checkpoint of a Llama block: 8 of its 9 forward
-#:     dot_generals appear again in the gradient's jaxpr, jax 0.10).
+#:     dot_generals appear again in the gradient's jaxpr, jax 0.10; torch.compile's min-cut
+#:     partitioner re-runs 4 of a checkpointed block's 5 linears in its backward graph, the
+#:     test above).
 #: Under "early-stop" and "dce" a plan's full recompute leaves out the dense MLP's output
 #: projection and its tensor-parallel reduction (step_time.LayerCost.tail_fwd).
 RECOMPUTE_REPLAY_MODES: tuple[str, ...] = ("replay", "early-stop", "dce")

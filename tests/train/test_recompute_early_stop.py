@@ -134,7 +134,12 @@ def test_a_compiled_checkpoint_recomputes_only_what_the_backward_reads() -> None
     assert recomputed == Counter({((16, 32), (32, 96)): 3, ((16, 32), (32, 32)): 1})
 
 
-def _ctx(framework: str, dtype: str = "bf16", compile: bool | None = None) -> ModelContext:
+def _ctx(
+    framework: str,
+    dtype: str = "bf16",
+    compile: bool | None = None,
+    replay: str | None = None,
+) -> ModelContext:
     from flopwise.workload.hf import load_model
 
     return ModelContext(
@@ -147,6 +152,7 @@ def _ctx(framework: str, dtype: str = "bf16", compile: bool | None = None) -> Mo
             framework=framework,
             dtype=dtype,
             compile=compile,
+            recompute_replay=replay,
         ),
     )
 
@@ -162,13 +168,16 @@ def test_every_profile_names_a_known_checkpoint() -> None:
     modes = {get_profile(n).recompute_replay for n in FRAMEWORKS}
     assert modes <= set(RECOMPUTE_REPLAY_MODES)
     assert get_profile("megatron-core").recompute_replay == "replay"
-    assert get_profile("torchtitan").recompute_replay == "early-stop"
+    # torchtitan's FullAC passes early_stop=False since 2025-08-29; llm-foundry's Composer
+    # checkpoint is non-reentrant on torch >= 2.1
+    assert get_profile("torchtitan").recompute_replay == "replay"
+    assert get_profile("llm-foundry").recompute_replay == "early-stop"
     assert get_profile("maxtext").recompute_replay == "dce"
 
 
 @pytest.mark.parametrize("tp", [1, 2])
-def test_torchtitan_full_recompute_leaves_the_tail_out(tp: int) -> None:
-    ctx = _ctx("torchtitan")
+def test_early_stop_full_recompute_leaves_the_tail_out(tp: int) -> None:
+    ctx = _ctx("torchtitan", replay="early-stop")  # torchtitan before 2025-08-29
     lay = _full(tp)
     lc = layer_cost(ctx, tp, 1, 1, tp > 1, 1)
     assert lc.tail_fwd > 0.0
@@ -191,11 +200,15 @@ def test_megatron_replays_the_whole_layer() -> None:
     assert bd.recompute == pytest.approx(m * ctx.layers * whole)
 
 
-def test_eager_fp8_linears_are_replayed_compiled_ones_are_not() -> None:
+def test_eager_fp8_linears_are_replayed_compiled_blocks_are_not() -> None:
     # torchao's eager Float8Linear is an autograd.Function: it saves after its GEMM runs
-    assert not _ctx("torchtitan", "fp8").job.recompute_skips_tail
-    assert _ctx("torchtitan", "fp8", compile=True).job.recompute_skips_tail
-    assert _ctx("torchtitan", "bf16").job.recompute_skips_tail
+    assert not _ctx("torchtitan", "fp8", replay="early-stop").job.recompute_skips_tail
+    assert _ctx("torchtitan", "bf16", replay="early-stop").job.recompute_skips_tail
+    assert not _ctx("llm-foundry", "fp8").job.recompute_skips_tail  # te.Linear
+    # --compile compiles torchtitan's blocks: the partitioner decides, early stop or not
+    assert _ctx("torchtitan", "fp8", compile=True).job.recompute_replay_mode == "dce"
+    assert _ctx("torchtitan", "bf16").job.recompute_replay_mode == "replay"  # today's default
+    # Megatron's checkpoint is not compiled by --compile (a torchtitan flag)
     assert not _ctx("nemo", "fp8", compile=True).job.recompute_skips_tail
 
 
@@ -213,7 +226,8 @@ def test_moe_layers_keep_their_experts_in_the_recompute() -> None:
 @pytest.mark.parametrize(
     ("framework", "flag", "mode"),
     [
-        ("torchtitan", None, "early-stop"),
+        ("torchtitan", None, "replay"),
+        ("torchtitan", "early-stop", "early-stop"),
         ("megatron-core", None, "replay"),
         ("llm-foundry", "replay", "replay"),  # torch 1.13's non-reentrant checkpoint
         ("megatron-core", "dce", "dce"),

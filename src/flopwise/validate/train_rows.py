@@ -292,6 +292,11 @@ def _layout_flags(row: Row, family: str, gpus: int) -> tuple[list[str], str] | s
             # of torchtitan's model code: plan/train/pointwise.py)
             out += ["--compile"]
             note += "; torch.compile"
+        elif "--recompute" in out and out[out.index("--recompute") + 1] == "full":
+            # every published torchtitan table predates its early_stop=False default
+            # (25413d224, 2025-08-29): its eager checkpoint stopped early
+            out += ["--recompute-replay", "early-stop"]
+            note += "; checkpoint with PyTorch's early stop (torchtitan before 2025-08-29)"
         return out, note
     if family == "maxtext":
         if tp is None or dp is None:

@@ -59,12 +59,14 @@ ZERO_GRAD_HANDLING: tuple[str, ...] = ("flat", "fsdp2-copy-in", "in-bucket", "no
 #:     aten matmul stores its inputs for the backward before it runs (the generated
 #:     VariableType code saves inputs ahead of the redispatch), so the recomputation stops
 #:     before the layer's last GEMM, the MLP's output projection, whose result only the residual
-#:     add reads; verified on torch 2.13 (tests/train/test_recompute_early_stop.py counts the
+#:     add reads (torchtitan until 2025-08-29, llm-foundry); verified on torch 2.13 (tests/train/test_recompute_early_stop.py counts the
 #:     matmuls of a checkpointed block's backward). A custom autograd Function (Transformer
 #:     Engine's and torchao's eager float8 linears) saves after it runs, so an eager FP8 layer
-#:     re-runs it; a compiled one is "dce";
+#:     re-runs it; a compiled one is "dce". A non-reentrant checkpoint with the early stop
+#:     turned off (torchtitan since 25413d224, torch < 2.1) is "replay";
 #: "dce": a compiled graph's recomputation (JAX/XLA remat, torch.compile's partitioner,
-#:     PyTorch/XLA's lazy trace) holds only what the backward reads; the output projection's
+#:     PyTorch/XLA's lazy trace; a torch.compile'd block of a profile whose --compile compiles
+#:     its blocks, TrainJob.recompute_replay_mode) holds only what the backward reads; the output projection's
 #:     result is dead and never recomputed (jax.checkpoint of a Llama block: 8 of its 9 forward
 #:     dot_generals appear again in the gradient's jaxpr, jax 0.10; torch.compile's min-cut
 #:     partitioner re-runs 4 of a checkpointed block's 5 linears in its backward graph, the
@@ -317,11 +319,12 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         # plain PyTorch ops (torchtitan/models/norms.py, models/llama/model.py at 9dec370)
         eager_pointwise=True,
         zero_grad_handling="fsdp2-copy-in",
-        # models/llama3/parallelize_llama.py (9dec370, 820504e): ptd_checkpoint_wrapper(module,
-        # preserve_rng_state=False), CheckpointImpl.NO_REENTRANT by default; its own
-        # early_stop option (default False) came with 25413d224 (2025-08-29), after every
-        # published torchtitan table this profile is checked against
-        recompute_replay="early-stop",
+        # torchtitan/distributed/activation_checkpoint.py FullAC (c5d93d109, 2026-06):
+        # ptd_checkpoint_wrapper(..., early_stop=False), the default since 25413d224
+        # (2025-08-29: "Add config to AC to toggle early-stop with a default of False"); before
+        # it (9dec370, 820504e) the wrapper ran PyTorch's early stop: runs of that time are
+        # `--recompute-replay early-stop`. Compiled (--compile), the partitioner decides: dce
+        recompute_replay="replay",
         sources=(
             "pytorch/torchtitan docs/fsdp.md (FSDP2: reshard_after_forward, implicit "
             "prefetching) and train_configs/llama3_*.toml (mixed_precision_param bfloat16, "

@@ -252,12 +252,17 @@ class TrainJob:
     @property
     def recompute_replay_mode(self) -> str:
         """What a full activation checkpoint of this job re-runs (frameworks.
-        RECOMPUTE_REPLAY_MODES): the flag's or the profile's mode; PyTorch's early stop stops
-        before a native matmul, not before the eager custom-Function linears of an FP8 run
-        (Transformer Engine, torchao), which then replay; compiled, they are "dce"."""
+        RECOMPUTE_REPLAY_MODES): "dce" where --compile compiles the profile's blocks; else the
+        flag's or the profile's mode, except that PyTorch's early stop stops before a native
+        matmul, not before the eager custom-Function linears of an FP8 run (Transformer Engine,
+        torchao), which then replay."""
+        if self.compile and self.profile.eager_pointwise:
+            # --compile compiles the profile's blocks, checkpoint and all (torchtitan): the
+            # partitioner recomputes only what the backward reads, whatever the early stop says
+            return "dce"
         mode = self.recompute_replay or self.profile.recompute_replay
         if mode == "early-stop" and self.dtype == "fp8":
-            return "dce" if self.compile else "replay"
+            return "replay"
         return mode
 
     @property

@@ -221,6 +221,8 @@ _PROFILES: tuple[FrameworkProfile, ...] = (
         pp_scatter_gather=True,
         ep_comm_overlap=False,
         recipes=_DEFAULT_RECIPES,
+        # full recompute: "replay", as a reentrant checkpoint runs it (Hugging Face
+        # transformers' gradient_checkpointing_enable passes use_reentrant=True unless told)
         sources=(
             "PyTorch DDP docs: gradients are all-reduced in buckets as they become ready "
             "during the backward (torch.nn.parallel.DistributedDataParallel, bucket_cap_mb)",

@@ -256,3 +256,15 @@ def test_a_plan_says_what_its_full_recompute_re_runs(
         faster = mode != "replay"
         rc, rc0 = full["breakdown"]["recompute_s"], default["breakdown"]["recompute_s"]  # type: ignore[index]
         assert (rc < rc0) if faster else (rc > rc0)
+
+
+def test_hardware_flops_count_the_recompute_that_runs() -> None:
+    from flopwise.workload.hf import load_model
+
+    replay, early = _ctx("torchtitan"), _ctx("torchtitan", replay="early-stop")
+    m = load_model("llama-3.1-8b")
+    skipped = 2.0 * m.hidden * m.ffn * m.layers  # one down projection per layer, per token
+    assert replay.recompute_flops_per_token["full"] - early.recompute_flops_per_token[
+        "full"
+    ] == pytest.approx(skipped)
+    assert early.model_flops_per_token == replay.model_flops_per_token  # MFU's count is fixed

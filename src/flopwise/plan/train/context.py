@@ -204,6 +204,11 @@ class ModelContext:
                 rc["full"] += job.mtp_layers * (2.0 * layer + mtp_attn)
             if "selective" in rc:
                 rc["selective"] += job.mtp_layers * mtp_attn
+        if job.recompute_skips_tail and m.ffn and self.n_dense:
+            # PyTorch's early stop and a compiled recomputation leave each dense layer's MLP
+            # output projection out of a full recompute (frameworks.RECOMPUTE_REPLAY_MODES):
+            # the hardware FLOPs count what runs
+            self.recompute_flops_per_token["full"] -= 2.0 * m.hidden * m.ffn * self.n_dense
         self.frozen = job.lora_rank > 0
         self.adapter_params_per_layer = self.expert_adapter_params_per_layer = 0.0
         check_lora_model(

@@ -158,9 +158,6 @@ def layer_cost(
         else:
             dense_up = _gemm(ctx, t, mult * m.ffn / tp, h)
         dense_mlp = [dense_up, _gemm(ctx, t, h, m.ffn / tp)]
-    # the dense MLP's output projection (an MoE layer's last saved tensors, the combine's
-    # routing indices and probabilities, come after its experts: nothing is left out there)
-    tail = (1 - ctx.n_moe / m.layers) * dense_mlp[-1][0] if dense_mlp else 0.0
     moe_mlp: list[tuple[float, float]] = []
     moe_rows = 0.0
     if m.is_moe:
@@ -192,7 +189,9 @@ def layer_cost(
     sustain = ctx.gemm_fraction
     g_fwd /= sustain
     g_bwd /= sustain
-    tail /= sustain
+    # the dense MLP's output projection (an MoE layer's last saved tensors, the combine's
+    # routing indices and probabilities, come after its experts: nothing is left out there)
+    tail = (1 - frac_moe) * dense_mlp[-1][0] / sustain if dense_mlp else 0.0
     a_fwd, a_bwd = _attention_core(ctx, t, tp, mb, cp)
     # memory-bound pointwise work: fused kernels, XLA fusions or eager ops (pointwise.py)
     pw_fwd, pw_bwd = layer_pointwise_bytes(ctx, tp, sp, frac_moe)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from flopwise.validate.unseen_training import pose_argv
+from flopwise.validate.unseen_training import load_unseen_training_runs, pose_argv
+
+
+def published_rows(prefix: str) -> list[dict[str, str]]:
+    """The training-unseen rows of one source, by their id prefix ("torchprime_")."""
+    return [r for r in load_unseen_training_runs() if r["id"].startswith(prefix)]
 
 
 def posed_flags(row: Mapping[str, str]) -> tuple[list[str], Callable[[str], str]]:

@@ -21,12 +21,11 @@ import pytest
 
 from flopwise.validate.unseen_training import UnseenTrainingValidation as Unseen
 from flopwise.validate.unseen_training import (
-    load_unseen_training_runs,
     unseen_published_model,
 )
 from flopwise.workload.flops import train_flops_per_token
 from flopwise.workload.hf import load_model
-from posed import posed_flags
+from posed import posed_flags, published_rows
 from validation_cache import unseen_training
 
 #: Stated tolerance on the ratio of two published MFUs each rounded to a whole percent
@@ -39,10 +38,6 @@ def unseen() -> Unseen:
     return unseen_training()
 
 
-def _published() -> list[dict[str, str]]:
-    return [r for r in load_unseen_training_runs() if r["id"].startswith("mcore08_")]
-
-
 def _megatron_flops_per_token(layers: int, hidden: int, seq: int, vocab: int) -> float:
     """megatron/training/training.py num_floating_point_operations at core_r0.8.0, per token,
     for an MHA GPT with a 4h MLP: 12 L h^2 ((1 + 1 + s/h) + 4 + V / (2 L h))."""
@@ -50,7 +45,7 @@ def _megatron_flops_per_token(layers: int, hidden: int, seq: int, vocab: int) ->
 
 
 def test_rows_are_posed_with_their_table_layout() -> None:
-    rows = _published()
+    rows = published_rows("mcore08_")
     assert len(rows) == 11
     for r in rows:
         argv, flag = posed_flags(r)
@@ -66,7 +61,7 @@ def test_rows_are_posed_with_their_table_layout() -> None:
 
 
 def test_throughput_is_the_published_flops_over_megatrons_count() -> None:
-    for r in _published():
+    for r in published_rows("mcore08_"):
         layers, hidden = int(r["layers"]), int(r["hidden"])
         count = _megatron_flops_per_token(layers, hidden, int(r["seq_len"]), int(r["vocab"]))
         per_gpu = float(r["measured_tflops_per_gpu"]) * 1e12 / count
@@ -79,7 +74,7 @@ def test_throughput_is_the_published_flops_over_megatrons_count() -> None:
 
 def test_every_row_is_scored_out_of_sample(unseen: Unseen) -> None:
     scored = {r.row.id: r for r in unseen.rows if r.row.id.startswith("mcore08_")}
-    assert set(scored) == {r["id"] for r in _published()}
+    assert set(scored) == {r["id"] for r in published_rows("mcore08_")}
     assert not any(r.in_sample for r in scored.values())
 
 

@@ -25,6 +25,7 @@ import pytest
 
 from flopwise.validate.unseen_training import UnseenTrainingValidation as Unseen
 from flopwise.validate.unseen_training import load_unseen_training_runs, pose_argv
+from posed import published_rows
 from validation_cache import unseen_training
 
 #: Stated tolerance on a published FP8/bf16 speedup ratio of the same job on the same GPUs.
@@ -43,7 +44,7 @@ def _torchao(unseen: Unseen) -> dict[str, object]:
 
 def test_every_torchao_row_is_scored_out_of_sample(unseen: Unseen) -> None:
     rows = _torchao(unseen)
-    published = [r["id"] for r in load_unseen_training_runs() if r["id"].startswith("torchao_")]
+    published = [r["id"] for r in published_rows("torchao_")]
     assert sorted(rows) == sorted(published) and len(published) == 7
     # one is the fit row of the CDNA3 fraction (plan/sustained.py), the rest out of sample
     in_sample = {i for i, r in rows.items() if r.in_sample}  # type: ignore[attr-defined]
@@ -78,7 +79,7 @@ def test_rows_are_posed_as_torchtitan_runs() -> None:
 
 
 def test_an_unknown_framework_is_refused_with_its_reason() -> None:
-    row = next(r for r in load_unseen_training_runs() if r["id"].startswith("torchao_"))
+    row = published_rows("torchao_")[0]
     assert pose_argv({**row, "framework": "maxtext"}) == (
         "framework maxtext: not posed (posed: nemo, torchtitan, pytorch-xla, megatron-core)"
     )

@@ -25,8 +25,7 @@ import pytest
 from flopwise.errors import FlopwiseError
 from flopwise.plan.train.frameworks import get_profile
 from flopwise.validate.unseen_training import UnseenTrainingValidation as Unseen
-from flopwise.validate.unseen_training import load_unseen_training_runs
-from posed import posed_flags
+from posed import posed_flags, published_rows
 from validation_cache import unseen_training
 
 #: Stated tolerance on a published throughput ratio of two jobs on the same chips, framework
@@ -39,12 +38,8 @@ def unseen() -> Unseen:
     return unseen_training()
 
 
-def _published() -> list[dict[str, str]]:
-    return [r for r in load_unseen_training_runs() if r["id"].startswith("torchprime_")]
-
-
 def test_rows_are_posed_as_their_recipes() -> None:
-    rows = _published()
+    rows = published_rows("torchprime_")
     assert len(rows) == 5
     for r in rows:
         argv, flag = posed_flags(r)
@@ -66,7 +61,7 @@ def test_rows_are_posed_as_their_recipes() -> None:
 def test_every_row_is_scored_or_refused_with_its_reason(unseen: Unseen) -> None:
     scored = {r.row.id: r for r in unseen.rows if r.row.id.startswith("torchprime_")}
     skipped = {s.id: s.reason for s in unseen.skipped if s.id.startswith("torchprime_")}
-    assert set(scored) | set(skipped) == {r["id"] for r in _published()}
+    assert set(scored) | set(skipped) == {r["id"] for r in published_rows("torchprime_")}
     assert not any(r.in_sample for r in scored.values())  # nothing was fitted to them
     # two slices: the planner will not guess the DCN bandwidth of a v6e host
     assert set(skipped) == {"torchprime_2xv6e256_llama31_405b"}

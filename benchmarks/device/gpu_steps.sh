@@ -12,6 +12,9 @@ log bench sustained
 $PY -m flopwise bench sustained --out "$OUT/r/sustained.json"
 # the FP8 GEMM's share at the same cap (docs/bench.md: does FP8 keep more than bf16?)
 $PY -m flopwise bench sustained --dtype fp8 --out "$OUT/r/sustained_fp8.json" || echo "sustained fp8 failed"
+# each kernel class alone and GEMMs + attention interleaved at the cap (8 s each, ~1 min): does an
+# attention kernel inside a GEMM-heavy step keep its own sustained share? (training-planner.md)
+$PY benchmarks/device/sustained.py 8 | tee "$OUT/r/sustained_mix.txt" || echo "sustained mix failed"
 log attention
 $PY -m flopwise bench attention --out "$OUT/r/bench_attention.json"
 $PY benchmarks/device/attention_sdpa.py "$OUT/r/attention.csv"

@@ -4,8 +4,8 @@ Runs each workload back to back for SECONDS and reports its rate per window, wit
 and board power read from nvidia-smi at the end of each window: a large bf16 GEMM
 (8192 x 8192 x 8192), the same GEMM in FP8 where the GPU has FP8 tensor cores, cuDNN fused
 causal attention forward+backward and FlashAttention-2 forward+backward at 32K tokens (head_dim
-128, 32 heads). A training step runs for hours at its power cap; a short benchmark may not
-reach it.
+128, 32 heads), then GEMMs and cuDNN attention interleaved at three attention shares. A
+training step runs for hours at its power cap; a short benchmark may not reach it.
 
 Usage (on a GPU machine): python benchmarks/device/sustained.py [SECONDS]
 """
@@ -95,6 +95,40 @@ def main() -> None:
                 F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g)
 
         run(name, step, 3.5 * fwd, seconds)
+
+    # GEMMs and attention interleaved, as a training step runs them: the GPU's clock follows the
+    # step's average power, so whether an attention kernel keeps its own sustained share (0.97
+    # for cuDNN at 32K, against the GEMM's 0.79) inside a GEMM-heavy step is what this asks
+    # (docs/training-planner.md, twelfth round). Each iteration runs `n_gemm` GEMMs and one
+    # cuDNN attention forward + backward; the attention's share of the burst time is printed,
+    # and the mix's rate against both kernels' sustained-alone rates says which clock it ran at.
+    gemm_s = _timed(lambda: torch.mm(a, b, out=c))
+    attn_s = _timed(lambda: _cudnn_step(q, k, v, g))
+    for n_gemm in (1, 4, 16):
+        share = attn_s / (attn_s + n_gemm * gemm_s)
+
+        def mix(n_gemm: int = n_gemm) -> None:
+            for _ in range(n_gemm):
+                torch.mm(a, b, out=c)
+            _cudnn_step(q, k, v, g)
+
+        run(f"mix{share:.2f}", mix, n_gemm * 2.0 * 8192**3 + 3.5 * fwd, seconds)
+
+
+def _cudnn_step(q, k, v, g) -> None:  # type: ignore[no-untyped-def]
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g)
+
+
+def _timed(fn, reps: int = 5) -> float:  # type: ignore[no-untyped-def]
+    """Burst seconds of one call (after a warm-up), before the power cap bites."""
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / reps
 
 
 if __name__ == "__main__":

@@ -58,6 +58,21 @@ from flopwise.workload.spec import ModelSpec
 #: "published", by the die's vendor).
 MEASURED_BASES: tuple[str, ...] = ("measured", "die", "published")
 
+#: Where each basis's rate comes from, in words (a training plan's `attention.source`).
+ATTENTION_BASIS_SOURCES: dict[str, str] = {
+    "measured": "this device's own curve by sequence length (flopwise bench attention, --measured)",
+    "die": "the GH100 die's curve by sequence length, measured on an H100 SXM at 700 W "
+    "(2026-11-23: cuDNN 9.19 for 'flash', FlashAttention-2 through torch 2.11's SDPA for "
+    "'flash2'; plan/efficiency.py GH100_ATTENTION)",
+    "published": "NVIDIA's timings by sequence length on the Blackwell die (cudnn-frontend "
+    "benchmark results: cuDNN for 'flash', FlashAttention-2 on B200 for 'flash2'; "
+    "plan/efficiency.py BLACKWELL_ATTENTION, BLACKWELL_FA2_ATTENTION)",
+    "fa2-on-hopper": "FlashAttention-2 on a Hopper-or-newer part no curve covers: the "
+    "FlashAttention-3 paper's 35% forward and ~30% backward of H100's peak",
+    "papers": "the FlashAttention papers' fractions of peak (forward 0.60, backward 0.50), no "
+    "curve by sequence length on this die",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class AttentionRate:

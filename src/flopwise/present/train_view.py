@@ -32,6 +32,15 @@ _TIME_ROWS = (
     ("other_s", "other (fixed + ZeRO-2/3 gradient handling)"),
 )
 
+#: Short words for where a plan's attention rate comes from (plan/attention_rate.py bases).
+_ATTENTION_BASIS_LABELS: dict[str, str] = {
+    "measured": "this device's bench attention curve",
+    "die": "the die's measured curve",
+    "published": "the vendor's published curve",
+    "fa2-on-hopper": "FlashAttention-3 paper's FA2 figures",
+    "papers": "the FlashAttention papers' fractions",
+}
+
 
 def _measured_text(name: str, v: dict[str, Any]) -> str:
     """One measured input: its value and source, and how it priced the plan's compute where a
@@ -241,6 +250,15 @@ def show_train_plan(doc: dict[str, Any]) -> None:
         else f"attention core: {share:.0%} of compute and recompute"
         + (" (attention-bound: see the interval's regime)" if "attention-bound" in regime else "")
     )
+    attention = doc.get("attention") or {}
+    if "fwd_fraction_of_peak16" in attention:
+        label = _ATTENTION_BASIS_LABELS.get(attention["basis"], attention["basis"])
+        caption = (caption + "; " if caption else "") + (
+            f"attention kernel '{attention['kernel']}' at "
+            f"{attention['fwd_fraction_of_peak16']:.2f} / "
+            f"{attention['bwd_fraction_of_peak16']:.2f} of the 16-bit peak forward / backward "
+            f"over {attention['kernel_len_tokens']:,.0f} tokens ({label})"
+        )
     pointwise = doc.get("pointwise") or {}
     if pointwise.get("kernels") == "eager":
         caption = (caption + "; " if caption else "") + f"pointwise ops: {pointwise['what']}"

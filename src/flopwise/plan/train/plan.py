@@ -8,6 +8,7 @@ from typing import Any
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
 from flopwise.plan.assumptions import hardware_by_origin
+from flopwise.plan.attention_rate import ATTENTION_BASIS_SOURCES, model_attention_rate
 from flopwise.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from flopwise.workload.spec import ModelSpec
 
@@ -213,6 +214,7 @@ class TrainPlan:
             "cost_usd": self.cost_usd,
             **self._intervals(),
             "framework": job.profile.to_dict(),
+            "attention": self._attention_dict(),
             "pointwise": pointwise_summary(job),
             "recompute_replay": self._recompute_replay_dict(),
             "optimizer": self._optimizer_dict(),
@@ -223,6 +225,43 @@ class TrainPlan:
             "document_len": job.document_len,
             "objective": job.objective,
             "search": self._search_dict(),
+        }
+
+    def _attention_dict(self) -> dict[str, Any]:
+        """The attention kernel the step prices and where its rate comes from
+        (plan/attention_rate.py): for a fused kernel, the fractions of the dense 16-bit peak it
+        reaches forward and backward over the kernel's sequence (one context-parallel chunk), at
+        the model's head dimension, before the sustained fraction the step multiplies them by."""
+        kernel = self.job.attention_kernel
+        if kernel not in ("flash", "flash2"):
+            return {
+                "kernel": kernel,
+                "basis": "gemms",
+                "source": "unfused: QK^T and PV as batched GEMMs at the GEMM model's rate, "
+                "plus the score matrix's HBM traffic",
+            }
+        kernel_len = self.job.seq_len / self.best.layout.cp
+        peak16 = float(self.ctx_summary["peak16_tflops"]) * 1e12
+        fwd, bwd = (
+            model_attention_rate(
+                self.hardware,
+                kernel,
+                d,
+                self.job.seq_len,
+                peak16,
+                self.model,
+                kernel_len=kernel_len,
+            )
+            for d in ("fwd", "bwd")
+        )
+        return {
+            "kernel": kernel,
+            "basis": fwd.basis,
+            "source": ATTENTION_BASIS_SOURCES[fwd.basis],
+            "kernel_len_tokens": kernel_len,
+            "fwd_fraction_of_peak16": fwd.fraction,
+            "bwd_fraction_of_peak16": bwd.fraction,
+            "sustained_fraction": self.ctx_summary["sustained_compute_fraction"],
         }
 
     def _recompute_replay_dict(self) -> dict[str, str] | None:

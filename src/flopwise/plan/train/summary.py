@@ -38,6 +38,7 @@ def context_summary(ctx: ModelContext) -> dict[str, Any]:
         "model_flops_per_token": ctx.model_flops_per_token,
         "recompute_flops_per_token": dict(ctx.recompute_flops_per_token),
         "peak_tflops": ctx.peak_flops / 1e12,
+        "peak16_tflops": ctx.peak16_flops / 1e12,
         "gpus_per_node": ctx.gpus_per_node,
         "scaleup_domain": ctx.domain,
         "device_memory_gib": None if ctx.capacity_bytes is None else ctx.capacity_bytes / GIB,

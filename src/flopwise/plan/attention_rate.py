@@ -68,9 +68,11 @@ ATTENTION_BASIS_SOURCES: dict[str, str] = {
     "benchmark results: cuDNN for 'flash', FlashAttention-2 on B200 for 'flash2'; "
     "plan/efficiency.py BLACKWELL_ATTENTION, BLACKWELL_FA2_ATTENTION)",
     "fa2-on-hopper": "FlashAttention-2 on a Hopper-or-newer part no curve covers: the "
-    "FlashAttention-3 paper's 35% forward and ~30% backward of H100's peak",
-    "papers": "the FlashAttention papers' fractions of peak (forward 0.60, backward 0.50), no "
-    "curve by sequence length on this die",
+    f"FlashAttention-3 paper's {FA2_ON_HOPPER_FWD_FRACTION:.0%} forward and "
+    f"~{FA2_ON_HOPPER_BWD_FRACTION:.0%} backward of H100's peak",
+    "papers": "the FlashAttention papers' fractions of peak (forward "
+    f"{ATTENTION_FWD_FRACTION:.2f}, backward {ATTENTION_BWD_FRACTION:.2f}), no curve by "
+    "sequence length on this die",
 }
 
 

@@ -284,6 +284,24 @@ def test_global_batch_rounding_is_stated(capsys: pytest.CaptureFixture[str]) -> 
     assert "rounded to 1,953 whole sequences" in " ".join(out.split())
 
 
+def test_a_layout_that_does_not_divide_a_rounded_batch_says_where_it_came_from(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """16M tokens at 8K is 1,953 sequences, which DP 16 does not divide: the one-line error
+    names the token batch behind the odd count and the flag that states sequences."""
+    args = [*TRAIN, "--tokens", "1T", "--seq-len", "8192", "--global-batch-tokens", "16M"]
+    code, out, err = cli(capsys, *args, "--dp", "16")
+    _one_line_error(code, out, err, "does not divide the global batch of 1953 sequences")
+    assert "16,000,000 tokens rounded to 1,953 whole sequences" in err
+    assert "--global-batch-seqs" in err
+    # given in sequences, the error stays as it was
+    code, out, err = cli(
+        capsys, *TRAIN, "--tokens", "1T", "--global-batch-seqs", "1953", "--dp", "16"
+    )
+    _one_line_error(code, out, err, "does not divide the global batch of 1953 sequences")
+    assert "rounded" not in err
+
+
 # --- item 18: closed pipes ----------------------------------------------------------------------
 
 

@@ -119,13 +119,14 @@ def train_plan_from_args(
     if args.inter_node_gbps is not None:
         hw = assume_inter_node_bw(hw, args.inter_node_gbps)
 
+    rounded = None  # how a token batch became whole sequences, when it was not exact
     if args.global_batch_seqs:
         gbs = args.global_batch_seqs
     else:
         from flopwise.plan.train.batch import batch_seqs_from_tokens
 
         batch_tokens = args.global_batch_tokens or DEFAULT_BATCH_TOKENS
-        gbs, _ = batch_seqs_from_tokens(batch_tokens, seq)
+        gbs, rounded = batch_seqs_from_tokens(batch_tokens, seq)
     job = TrainJob(
         gpus=args.gpus,
         seq_len=seq,
@@ -158,7 +159,16 @@ def train_plan_from_args(
         sequence_parallel=args.sequence_parallel,
         hsdp=args.hsdp,
     )
-    return plan_training(model, hw, job, cons)
+    from flopwise.errors import FlopwiseError
+
+    try:
+        return plan_training(model, hw, job, cons)
+    except FlopwiseError as err:
+        if rounded is None or "global batch" not in str(err):
+            raise
+        # a layout that does not divide a batch the user gave in tokens: say where the
+        # sequence count came from, or the count reads as a typo
+        raise FlopwiseError(f"{err} (the {rounded}; pass --global-batch-seqs)") from None
 
 
 def _refuse_goodput_flags(args: argparse.Namespace) -> None:

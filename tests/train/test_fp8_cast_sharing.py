@@ -16,9 +16,7 @@ from typing import Any
 import pytest
 import torch
 
-# Dynamo, tracing the custom autograd Function, instantiates torch's Function base class, which
-# torch itself warns about (DeprecationWarning from torch/autograd/function.py): not this code's
-_TORCH_INTERNAL_WARNING = "ignore:.*should not be instantiated:DeprecationWarning"
+from aot_graphs import TORCH_FUNCTION_INSTANTIATION_WARNING, calls, compiled_graphs
 
 
 def _cast(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -47,45 +45,20 @@ def _qkv(x: torch.Tensor, wq: torch.Tensor, wk: torch.Tensor, wv: torch.Tensor) 
     return _Float8Linear.apply(x, wq) + _Float8Linear.apply(x, wk) + _Float8Linear.apply(x, wv)  # type: ignore[no-any-return]
 
 
-def _forward_amaxes(partition_fn: Any) -> int:
+def _forward_amaxes(min_cut: bool) -> int:
     """abs() ops (one per amax) in the compiled forward graph of the three linears."""
-    from functorch.compile import make_boxed_func
-    from torch._functorch.aot_autograd import aot_module_simplified
-
-    counts: list[int] = []
-
-    def forward_compiler(gm: torch.fx.GraphModule, _: Any):  # type: ignore[no-untyped-def]
-        nodes = [n for n in gm.graph.nodes if n.op == "call_function"]
-        counts.append(sum("abs" in str(n.target) for n in nodes))
-        return make_boxed_func(gm.forward)
-
-    def backend(gm: torch.fx.GraphModule, inputs: Any):  # type: ignore[no-untyped-def]
-        kwargs = {} if partition_fn is None else {"partition_fn": partition_fn}
-        return aot_module_simplified(
-            gm,
-            inputs,
-            fw_compiler=forward_compiler,
-            bw_compiler=lambda g, _: make_boxed_func(g.forward),
-            **kwargs,
-        )
-
-    torch._dynamo.reset()
     torch.manual_seed(0)
     x = torch.randn(64, 32, dtype=torch.bfloat16, requires_grad=True)
     ws = [torch.randn(32, 32, dtype=torch.bfloat16, requires_grad=True) for _ in range(3)]
-    torch.compile(_qkv, backend=backend)(x, *ws).sum().backward()
-    assert len(counts) == 1
-    return counts[0]
+    return len(calls(compiled_graphs(_qkv, x, *ws, min_cut=min_cut)["fw"], "abs"))
 
 
-@pytest.mark.filterwarnings(_TORCH_INTERNAL_WARNING)
+@pytest.mark.filterwarnings(TORCH_FUNCTION_INSTANTIATION_WARNING)
 def test_inductors_partitioner_casts_a_shared_input_once() -> None:
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
-
     # one amax for x, one per weight
-    assert _forward_amaxes(min_cut_rematerialization_partition) == 1 + 3
+    assert _forward_amaxes(min_cut=True) == 1 + 3
 
 
-@pytest.mark.filterwarnings(_TORCH_INTERNAL_WARNING)
+@pytest.mark.filterwarnings(TORCH_FUNCTION_INSTANTIATION_WARNING)
 def test_without_elimination_each_linear_casts_it_again() -> None:
-    assert _forward_amaxes(None) == 3 + 3
+    assert _forward_amaxes(min_cut=False) == 3 + 3

@@ -8,7 +8,8 @@ matmul would run again in the backward; if it sees the ``aten.mm`` the subclass 
 float8 model keeps bf16's every-other-matmul rule, which is how the planner prices it (the
 `op` recompute share does not depend on the dtype: workload/flops.py op_recompute_params).
 
-Measured here on the installed torch, eager and compiled through AOTAutograd, with a stand-in
+Measured here on the installed torch, eager and compiled through AOTAutograd (split by the
+min-cut partitioner Inductor uses, tests/aot_graphs.py), with a stand-in
 subclass whose ``aten.mm`` runs another aten op (``addmm``) on its inner tensors, inside a
 custom autograd Function as torchao's ``matmul_with_hp_or_float8_args`` is.
 """
@@ -26,6 +27,8 @@ from torch.utils.checkpoint import (
     checkpoint,
     create_selective_checkpoint_contexts,
 )
+
+from aot_graphs import TORCH_FUNCTION_INSTANTIATION_WARNING, calls, compiled_graphs
 
 
 class _Scaled(torch.Tensor):
@@ -85,8 +88,8 @@ def _block(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
     return _ScaledLinear.apply(torch.relu(_ScaledLinear.apply(x, w1)), w2)  # type: ignore[no-any-return]
 
 
-def _run(compiled: bool, save: Any) -> tuple[set[str], list[tuple[str, int]]]:
-    """(the ops the policy was asked about in the forward, addmm count per compiled graph)"""
+def _run(compiled: bool, save: Any) -> tuple[set[str], dict[str, int]]:
+    """(the ops the policy was asked about in the forward, addmm calls per compiled graph)"""
     seen: set[str] = set()
 
     def policy(ctx: Any, func: Any, *args: Any, **kwargs: Any) -> CheckpointPolicy:
@@ -99,40 +102,17 @@ def _run(compiled: bool, save: Any) -> tuple[set[str], list[tuple[str, int]]]:
     def step(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
         return checkpoint(_block, x, w1, w2, use_reentrant=False, context_fn=context_fn)  # type: ignore[no-any-return]
 
-    graphs: list[tuple[str, int]] = []
-    fn = step
-    if compiled:
-        from functorch.compile import make_boxed_func
-        from torch._functorch.aot_autograd import aot_module_simplified
-
-        def keep(kind: str):  # type: ignore[no-untyped-def]
-            def compiler(gm: torch.fx.GraphModule, _: Any):  # type: ignore[no-untyped-def]
-                n = sum(
-                    node.op == "call_function" and "addmm" in str(node.target)
-                    for node in gm.graph.nodes
-                )
-                graphs.append((kind, n))
-                return make_boxed_func(gm.forward)
-
-            return compiler
-
-        def backend(gm: torch.fx.GraphModule, inputs: Any):  # type: ignore[no-untyped-def]
-            return aot_module_simplified(gm, inputs, fw_compiler=keep("fw"), bw_compiler=keep("bw"))
-
-        fn = torch.compile(step, backend=backend)  # type: ignore[assignment]
     torch.manual_seed(0)
     x = torch.randn(8, 16, requires_grad=True)
     w1, w2 = torch.randn(32, 16, requires_grad=True), torch.randn(16, 32, requires_grad=True)
-    fn(x, w1, w2).sum().backward()
-    return seen, graphs
+    if not compiled:
+        step(x, w1, w2).sum().backward()
+        return seen, {}
+    graphs = compiled_graphs(step, x, w1, w2)
+    return seen, {kind: len(calls(gm, "addmm")) for kind, gm in graphs.items()}
 
 
-# Dynamo, tracing the custom autograd Function, instantiates torch's Function base class, which
-# torch itself warns about (DeprecationWarning from torch/autograd/function.py): not this code's
-_TORCH_INTERNAL_WARNING = "ignore:.*should not be instantiated:DeprecationWarning"
-
-
-@pytest.mark.filterwarnings(_TORCH_INTERNAL_WARNING)
+@pytest.mark.filterwarnings(TORCH_FUNCTION_INSTANTIATION_WARNING)
 @pytest.mark.parametrize("compiled", [False, True])
 def test_the_policy_sees_the_subclass_matmul_not_the_op_it_becomes(compiled: bool) -> None:
     seen, _ = _run(compiled, save=(torch.ops.aten.mm.default,))
@@ -140,12 +120,12 @@ def test_the_policy_sees_the_subclass_matmul_not_the_op_it_becomes(compiled: boo
     assert matmuls == {"aten.mm.default"}
 
 
-@pytest.mark.filterwarnings(_TORCH_INTERNAL_WARNING)
+@pytest.mark.filterwarnings(TORCH_FUNCTION_INSTANTIATION_WARNING)
 def test_saving_aten_mm_keeps_the_float8_matmuls_out_of_the_backward() -> None:
     # saved: the backward graph holds only its own four matmuls (two data, two weight
     # gradients); saving nothing, the first linear's forward runs there again (its output
     # feeds the second linear's weight gradient), the second's, which nothing reads, does not
     _, saved = _run(True, save=(torch.ops.aten.mm.default,))
     _, none = _run(True, save=())
-    assert dict(saved) == {"fw": 2, "bw": 4}
-    assert dict(none) == {"fw": 2, "bw": 5}
+    assert saved == {"fw": 2, "bw": 4}
+    assert none == {"fw": 2, "bw": 5}

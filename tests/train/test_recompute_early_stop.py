@@ -20,6 +20,7 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.checkpoint import checkpoint
 
+from aot_graphs import calls, compiled_graphs
 from flopwise.hardware import hardware_from_catalog
 from flopwise.plan.train import Layout, TrainJob
 from flopwise.plan.train.context import ModelContext
@@ -95,37 +96,16 @@ def test_the_early_stop_is_pytorchs_default() -> None:
 def _compiled_backward_matmuls(ac: bool) -> Counter[tuple[tuple[int, ...], tuple[int, ...]]]:
     """Matmul shapes in the backward graph AOTAutograd's min-cut partitioner (inductor's)
     makes of the block, compiled with or without a full activation checkpoint around it."""
-    from functorch.compile import make_boxed_func
-    from torch._dynamo.backends.common import aot_autograd
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
-
-    graphs: dict[str, Counter[tuple[tuple[int, ...], tuple[int, ...]]]] = {}
-
-    def keep(name: str):  # type: ignore[no-untyped-def]
-        def compiler(gm, _inputs):  # type: ignore[no-untyped-def]
-            graphs[name] = Counter(
-                (tuple(n.args[0].meta["val"].shape), tuple(n.args[1].meta["val"].shape))
-                for n in gm.graph.nodes
-                if n.op == "call_function" and str(n.target) == "aten.mm.default"
-            )
-            return make_boxed_func(gm.forward)
-
-        return compiler
-
     block = _Block()
 
     def run(x: torch.Tensor) -> torch.Tensor:
         return checkpoint(block, x, use_reentrant=False) if ac else block(x)
 
-    torch._dynamo.reset()
-    backend = aot_autograd(
-        fw_compiler=keep("fw"),
-        bw_compiler=keep("bw"),
-        partition_fn=min_cut_rematerialization_partition,
+    bw = compiled_graphs(run, torch.randn(2, 8, 32, requires_grad=True))["bw"]
+    return Counter(
+        (tuple(n.args[0].meta["val"].shape), tuple(n.args[1].meta["val"].shape))
+        for n in calls(bw, "aten.mm.default")
     )
-    compiled = torch.compile(run, backend=backend, fullgraph=True)
-    compiled(torch.randn(2, 8, 32, requires_grad=True)).sum().backward()
-    return graphs["bw"]
 
 
 def test_a_compiled_checkpoint_recomputes_only_what_the_backward_reads() -> None:

@@ -166,3 +166,36 @@ def test_tpu_v5p_borrows_v5e_s_measured_xla_matmul_fraction() -> None:
     )
     measured = v5p.with_measurements(**{"matmul_tflops:bf16": (400.0, "r1")})
     assert ceiling_tflops(measured, "bf16") == 400.0
+
+
+@pytest.mark.parametrize("part", ["h100-hbm2e-96gb", "h100-pcie", "h100-nvl", "h200-nvl"])
+def test_gh100_parts_without_a_mamf_take_the_h100_sxm_measured_fractions(part: str) -> None:
+    # one die, one tensor core: the H100 SXM's measured MAMF over its peak (ml-engineering:
+    # bf16 794.5 and FP8 1402.6 of 989.4 / 1978.9) stands in, not the generic 0.80, which put
+    # their FP8 GEMMs 13% above what the die itself measures
+    sxm = hardware_from_catalog("h100-sxm", None)
+    hw = hardware_from_catalog(part, None)
+    assert not hw.matmul_tflops
+    for dtype in ("bf16", "fp8"):
+        own = sxm.matmul_tflops[dtype] / sxm.peak(dtype)
+        assert ceiling_tflops(hw, dtype) == pytest.approx(hw.peak(dtype) * own)
+        source = hardware_fallbacks(hw, dtype)[f"matmul_tflops:{dtype}"]["source"]
+        assert "h100-sxm" in source and "same matrix units" in source
+    assert ceiling_tflops(hw, "fp8") < 0.9 * hw.peak("fp8") * GEMM_FRACTION_WITHOUT_MAMF
+
+
+def test_h200_keeps_its_own_fp8_mamf_and_borrows_the_h100_bf16_one() -> None:
+    h200 = hardware_from_catalog("h200-sxm", None)
+    sxm = hardware_from_catalog("h100-sxm", None)
+    assert ceiling_tflops(h200, "fp8") == h200.matmul_tflops["fp8"]
+    assert ceiling_tflops(h200, "bf16") == pytest.approx(
+        h200.peak("bf16") * sxm.matmul_tflops["bf16"] / sxm.peak("bf16")
+    )
+
+
+@pytest.mark.parametrize("part", ["h800", "h20"])
+def test_h800_and_h20_keep_the_generic_fraction(part: str) -> None:
+    # H800: its only published GEMMs (DeepGEMM's) are what GROUPED_GEMM_EFFICIENCY is fitted
+    # against; H20: a tensor rate capped far below its SMs' clock (gemm_ceiling.MAMF_SIBLINGS)
+    hw = hardware_from_catalog(part, None)
+    assert ceiling_tflops(hw, "fp8") == pytest.approx(hw.peak("fp8") * GEMM_FRACTION_WITHOUT_MAMF)

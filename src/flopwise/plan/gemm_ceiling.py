@@ -40,7 +40,29 @@ FP4_STAND_IN_REFERENCES: dict[str, tuple[str, ...]] = {"fp4": ("b200",)}
 #: same matrix units ("4 [MXUs] for TPU v4/5", 128x128 systolic arrays; only v6e moved to
 #: 256x256: jax-ml/scaling-book tpus.md) under the same XLA compiler; v5e's XLA matmul rate is
 #: measured (catalog mamf_bf16_tflops, JAX Pallas matmul guide).
-MAMF_SIBLINGS: dict[str, str] = {"tpu-v5p": "tpu-v5e"}
+#: Every other part of the GH100 die (Hopper SMs and tensor cores; the catalog lists each with
+#: its own clock-derived peak) takes the H100 SXM's measured fractions: 0.803 bf16, 0.709 FP8
+#: (ml-engineering MAMF table; this project's H100 measured 0.86 / 0.77 at 2026 software,
+#: the same FP8/bf16 ratio, docs/measured-h100.md). The generic 0.80 had priced their FP8
+#: GEMMs 13% above the die's own measured rate. Meta's 500 W Grand Teton H100 (HBM2e 96 GB) is
+#: the SXM part; the H200's FP8 MAMF is its own, and ml-engineering says of its bf16 "H200 is
+#: the same" as H100's. The PCIe and NVL cards run the same die below 700 W: their power cap
+#: enters the training fraction (efficiency.power_clock_factor), not this ceiling.
+#: Not the H800: its only published GEMMs (DeepGEMM's table, published/matmul_runs.csv, FP8 up
+#: to 1,520 TFLOPS: the rate this project's own H100 measured, 8% above the catalog's H100 MAMF,
+#: docs/measured-h100.md) are the rows GROUPED_GEMM_EFFICIENCY is fitted on against H800's
+#: generic ceiling; moving that ceiling would refit the constant (0.88 -> 0.995) on the same
+#: rows and make every MoE plan's grouped GEMMs 13% faster. It keeps the generic fraction.
+#: Not the H20: its tensor rate is capped far below what its SMs' clock allows (148 TFLOPS
+#: over 78 SMs), so no full-rate part's fraction of peak says anything about it.
+MAMF_SIBLINGS: dict[str, str] = {
+    "tpu-v5p": "tpu-v5e",
+    "h100-hbm2e-96gb": "h100-sxm",
+    "h200-sxm": "h100-sxm",
+    "h100-pcie": "h100-sxm",
+    "h100-nvl": "h100-sxm",
+    "h200-nvl": "h100-sxm",
+}
 
 
 @cache

@@ -103,10 +103,15 @@ from flopwise.plan.efficiency import power_clock_factor
 #: not re-run the MLP's output projection, Megatron's checkpoint does. The rows with full
 #: recompute get 3-9% faster, and the dies give back what they absorbed: ga100 0.81 -> 0.80,
 #: gh100 0.735 -> 0.715, tpu-v5e 0.90 -> 0.83, default 0.78 -> 0.755; v5p and v6e unchanged.
-SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.755
+#: Refitted 2026-11-30 (second) with the GH100 parts that have no MAMF of their own (Meta's
+#: 500 W Grand Teton H100 of torchtitan's rows, the H200's bf16) taking the H100 SXM's measured
+#: fractions of peak (gemm_ceiling.MAMF_SIBLINGS) instead of the generic 0.80: torchtitan's FP8
+#: GEMMs were priced 13% above the die's own measured rate, and the die's fraction gives back
+#: what it had absorbed: gh100 0.715 -> 0.725, default 0.755 -> 0.76; the others unchanged.
+SUSTAINED_COMPUTE_FRACTION_DEFAULT = 0.76
 SUSTAINED_COMPUTE_FRACTION: dict[str, float] = {
     "ga100": 0.80,
-    "gh100": 0.715,
+    "gh100": 0.725,
     "tpu-v5e": 0.83,
     "tpu-v5p": 0.815,
     "tpu-v6e": 0.73,
@@ -142,9 +147,9 @@ FRACTION_FIT_ROWS: dict[str, tuple[str, ...]] = {"cdna3": ("torchao_mi300x_llama
 #: TFLOPS (mean of 15 windows, SM clock 1,290-1,380 MHz) against the same machine's 848.8 MAMF
 #: (log_round2.txt), 0.788; cuDNN fused causal attention forward + backward at 32K held 531.4
 #: against its burst 547.1 (attention.csv: 621.6 forward, 521.8 backward, the backward 2.5x
-#: the forward's FLOPs), 0.971. The training fraction above (GH100 0.715) is this power cap and
+#: the forward's FLOPs), 0.971. The training fraction above (GH100 0.725) is this power cap and
 #: what only a training step adds on top of it: launch gaps between thousands of eager kernels
-#: and GEMMs sharing SMs and HBM with overlapped NCCL collectives, 0.715 / 0.788 = 0.91 of it.
+#: and GEMMs sharing SMs and HBM with overlapped NCCL collectives, 0.725 / 0.788 = 0.92 of it.
 #: A serving engine adds neither (decode runs in CUDA graphs or a compiled engine, and its
 #: tensor-parallel all-reduces run between the GEMMs, priced on their own), so on a die with a
 #: measurement its GEMMs and prefill attention run at these shares; elsewhere at the die's
@@ -220,7 +225,7 @@ TRAINING_ONLY_REFERENCE_DIE = "gh100"
 
 def training_only_share(die: str = TRAINING_ONLY_REFERENCE_DIE) -> float:
     """What a training step keeps of its die's power-capped GEMM rate: the die's fitted fraction
-    over its measured POWER_CAPPED_SHARE (GH100: 0.715 / 0.788 = 0.907)."""
+    over its measured POWER_CAPPED_SHARE (GH100: 0.725 / 0.788 = 0.920)."""
     return SUSTAINED_COMPUTE_FRACTION[die] / POWER_CAPPED_SHARE[die]["gemm"]
 
 

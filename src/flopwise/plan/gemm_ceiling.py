@@ -42,8 +42,8 @@ FP4_STAND_IN_REFERENCES: dict[str, tuple[str, ...]] = {"fp4": ("b200",)}
 #: measured (catalog mamf_bf16_tflops, JAX Pallas matmul guide).
 #: Every other part of the GH100 die (Hopper SMs and tensor cores; the catalog lists each with
 #: its own clock-derived peak) takes the H100 SXM's measured fractions: 0.803 bf16, 0.709 FP8
-#: (ml-engineering MAMF table; this project's H100 measured 0.86 / 0.77 at 2026 software,
-#: the same FP8/bf16 ratio, docs/measured-h100.md). The generic 0.80 had priced their FP8
+#: (ml-engineering MAMF table; this project's H100 measured 0.86 / 0.77 at 2026 software, an
+#: FP8/bf16 ratio of 0.89 against 0.88, docs/measured-h100.md). The generic 0.80 had priced their FP8
 #: GEMMs 13% above the die's own measured rate. Meta's 500 W Grand Teton H100 (HBM2e 96 GB) is
 #: the SXM part; the H200's FP8 MAMF is its own, and ml-engineering says of its bf16 "H200 is
 #: the same" as H100's. The PCIe and NVL cards run the same die below 700 W: their power cap

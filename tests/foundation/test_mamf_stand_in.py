@@ -199,3 +199,27 @@ def test_h800_and_h20_keep_the_generic_fraction(part: str) -> None:
     # against; H20: a tensor rate capped far below its SMs' clock (gemm_ceiling.MAMF_SIBLINGS)
     hw = hardware_from_catalog(part, None)
     assert ceiling_tflops(hw, "fp8") == pytest.approx(hw.peak("fp8") * GEMM_FRACTION_WITHOUT_MAMF)
+
+
+def test_a_measured_bf16_on_a_gh100_part_lends_fp8_the_die_s_fp8_over_bf16_ratio() -> None:
+    # a Grand Teton H100 that measured only its bf16 (bench matmul, --measured): its FP8
+    # ceiling is its own bf16 fraction times the H100 SXM's FP8/bf16 fraction (0.709 / 0.803),
+    # not the bf16 fraction as it is, which would put FP8 12% above what the die reaches
+    sxm = hardware_from_catalog("h100-sxm", None)
+    die = (sxm.matmul_tflops["fp8"] / sxm.peak("fp8")) / (
+        sxm.matmul_tflops["bf16"] / sxm.peak("bf16")
+    )
+    assert die == pytest.approx(0.88, abs=0.01)
+    hw = hardware_from_catalog("h100-hbm2e-96gb", None).with_measurements(
+        **{"matmul_tflops:bf16": (850.0, "r1")}
+    )
+    assert ceiling_tflops(hw, "fp8") == pytest.approx(
+        hw.peak("fp8") * 850.0 / hw.peak("bf16") * die
+    )
+    source = hardware_fallbacks(hw, "fp8")["matmul_tflops:fp8"]["source"]
+    assert "h100-sxm" in source and "MAMF_SIBLINGS" in source
+    # a device without a sibling keeps its own bf16 fraction as the FP8 stand-in
+    mi = hardware_from_catalog("mi355x", None)
+    assert ceiling_tflops(mi, "fp8") == pytest.approx(
+        mi.peak("fp8") * mi.matmul_tflops["bf16"] / mi.peak("bf16")
+    )

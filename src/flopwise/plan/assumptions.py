@@ -14,6 +14,7 @@ from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware, Origin
 from flopwise.plan.efficiency import GEMM_FRACTION_WITHOUT_MAMF, MEMORY_BW_FRACTION
 from flopwise.plan.gemm_ceiling import (
+    MAMF_SIBLINGS,
     ceiling_tflops,
     fraction_without_mamf,
     measured_mamf,
@@ -46,7 +47,12 @@ def hardware_fallbacks(hw: Hardware, dtype: str) -> dict[str, dict[str, Any]]:
                     f"{dtype} peak x {sibling[1]:.2f}: the fraction of peak its {sibling[0]} "
                     f"MAMF reaches ({sibling[1] / ratio[0]:.2f}, plan/gemm_ceiling.py "
                     f"MAMF_STAND_INS) x {ratio[0]:.2f}, {dtype}'s fraction over {sibling[0]}'s "
-                    f"where both are published ({', '.join(ratio[1])}; FP4_STAND_IN_REFERENCES)"
+                    f"where both are published ({', '.join(ratio[1])}; "
+                    + (
+                        "its MAMF_SIBLINGS entry)"
+                        if ratio[1] == (MAMF_SIBLINGS.get(hw.id),)
+                        else "FP4_STAND_IN_REFERENCES)"
+                    )
                 )
         elif same_unit is not None:
             how = (

@@ -99,23 +99,31 @@ def measured_mamf(hw: Hardware, dtype: str) -> float | None:
 def stand_in_ratio(
     dtype: str, other: str, exclude: str | None = None
 ) -> tuple[float, tuple[str, ...]] | None:
-    """(mean of `dtype`'s MAMF/peak over `other`'s, the devices it comes from) over the
-    FP4_STAND_IN_REFERENCES devices whose catalog publishes both, `exclude` left out (a device
-    never borrows its own ratio); None when none does."""
+    """(mean of `dtype`'s MAMF/peak over `other`'s, the devices it comes from): the matrix-unit
+    sibling of `exclude` (MAMF_SIBLINGS) where its catalog publishes both dtypes (a Grand Teton
+    H100 with only its bf16 measured scales it by the H100 SXM's FP8/bf16, 0.88), else the
+    FP4_STAND_IN_REFERENCES devices that publish both, `exclude` left out (a device never
+    borrows its own ratio); None when none does."""
     from flopwise.hardware import hardware_from_catalog
 
-    ratios: list[float] = []
-    devices: list[str] = []
-    for device in FP4_STAND_IN_REFERENCES.get(dtype, ()):
-        if device == exclude:
-            continue
+    def ratio(device: str) -> float | None:
         hw = hardware_from_catalog(device)
         own, theirs = hw.matmul_tflops.get(dtype), hw.matmul_tflops.get(other)
         if own is None or theirs is None:
-            continue
+            return None
         if not hw.peak_tflops.get(dtype) or not hw.peak_tflops.get(other):
+            return None
+        return (own / hw.peak(dtype)) / (theirs / hw.peak(other))
+
+    sibling = MAMF_SIBLINGS.get(exclude) if exclude is not None else None
+    if sibling is not None and (same_unit := ratio(sibling)) is not None:
+        return same_unit, (sibling,)
+    ratios: list[float] = []
+    devices: list[str] = []
+    for device in FP4_STAND_IN_REFERENCES.get(dtype, ()):
+        if device == exclude or (r := ratio(device)) is None:
             continue
-        ratios.append((own / hw.peak(dtype)) / (theirs / hw.peak(other)))
+        ratios.append(r)
         devices.append(device)
     if not ratios:
         return None
@@ -124,8 +132,9 @@ def stand_in_ratio(
 
 def stand_in_fraction(hw: Hardware, dtype: str) -> tuple[str, float] | None:
     """(dtype, MAMF/peak) of a measured sibling dtype on the same device, when `dtype` has no
-    MAMF of its own (MAMF_STAND_INS), scaled by the two dtypes' ratio where a reference device
-    publishes both (FP4_STAND_IN_REFERENCES)."""
+    MAMF of its own (MAMF_STAND_INS), scaled by the two dtypes' ratio where the device's
+    matrix-unit sibling (MAMF_SIBLINGS) or a reference device (FP4_STAND_IN_REFERENCES)
+    publishes both (stand_in_ratio)."""
     for other in MAMF_STAND_INS.get(dtype, ()):
         mamf = hw.matmul_tflops.get(other)
         if mamf is not None and other in hw.peak_tflops and hw.peak(other) > 0:

@@ -174,3 +174,17 @@ def model_attention_rate(
         basis = basis or rate.basis
         time_per_flop += part.share / rate.fraction
     return AttentionRate(1.0 / time_per_flop, basis)
+
+
+def chunk_attention_rates(
+    hw: Hardware, kernel: str, seq_len: float, cp: int, peak16_flops: float, spec: ModelSpec
+) -> tuple[AttentionRate, AttentionRate]:
+    """(forward, backward) `model_attention_rate` of a training step's fused kernel, whose
+    sequence is one context-parallel chunk (`seq_len` / `cp`): what the step prices
+    (plan/train/step_time.py) and what the plan reports (TrainPlan `attention`)."""
+    chunk = seq_len / cp
+    fwd, bwd = (
+        model_attention_rate(hw, kernel, d, seq_len, peak16_flops, spec, kernel_len=chunk)
+        for d in ("fwd", "bwd")
+    )
+    return fwd, bwd

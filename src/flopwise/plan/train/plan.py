@@ -8,7 +8,7 @@ from typing import Any
 from flopwise.errors import FlopwiseError
 from flopwise.hardware import Hardware
 from flopwise.plan.assumptions import hardware_by_origin
-from flopwise.plan.attention_rate import ATTENTION_BASIS_SOURCES, model_attention_rate
+from flopwise.plan.attention_rate import ATTENTION_BASIS_SOURCES, chunk_attention_rates
 from flopwise.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from flopwise.workload.spec import ModelSpec
 
@@ -240,25 +240,16 @@ class TrainPlan:
                 "source": "unfused: QK^T and PV as batched GEMMs at the GEMM model's rate, "
                 "plus the score matrix's HBM traffic",
             }
-        kernel_len = self.job.seq_len / self.best.layout.cp
+        cp = self.best.layout.cp
         peak16 = float(self.ctx_summary["peak16_tflops"]) * 1e12
-        fwd, bwd = (
-            model_attention_rate(
-                self.hardware,
-                kernel,
-                d,
-                self.job.seq_len,
-                peak16,
-                self.model,
-                kernel_len=kernel_len,
-            )
-            for d in ("fwd", "bwd")
+        fwd, bwd = chunk_attention_rates(
+            self.hardware, kernel, self.job.seq_len, cp, peak16, self.model
         )
         return {
             "kernel": kernel,
             "basis": fwd.basis,
             "source": ATTENTION_BASIS_SOURCES[fwd.basis],
-            "kernel_len_tokens": kernel_len,
+            "kernel_len_tokens": self.job.seq_len / cp,
             "fwd_fraction_of_peak16": fwd.fraction,
             "bwd_fraction_of_peak16": bwd.fraction,
             "sustained_fraction": self.ctx_summary["sustained_compute_fraction"],

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from flopwise.plan.attention_rate import model_attention_rate
+from flopwise.plan.attention_rate import chunk_attention_rates
 from flopwise.plan.efficiency import (
     ATTENTION_BWD_FLOP_FACTOR,
 )
@@ -395,18 +395,15 @@ def _attention_core(ctx: ModelContext, t: float, tp: int, mb: int, cp: int) -> t
     if kernel in ("flash", "flash2"):
         flops = ctx.attn_fwd_flops_per_token_layer * t / tp  # causal: masked blocks skipped
         rate = ctx.peak16_flops * ctx.compute_fraction
-        s = ctx.job.seq_len / cp  # the kernel's sequence: one context-parallel chunk
-        # measured on this device (bench attention) or its die by sequence length, else the
-        # papers' fractions, at the model's head dimension; local layers (sliding windows,
-        # Llama 4's chunks) at their window's kernel length (plan/attention_rate.py)
-        f_fwd, f_bwd = (
-            model_attention_rate(
-                ctx.hw, kernel, d, ctx.job.seq_len, ctx.peak16_flops, m, kernel_len=s
-            ).fraction
-            for d in ("fwd", "bwd")
+        # over one context-parallel chunk: measured on this device (bench attention) or its
+        # die by sequence length, else the papers' fractions, at the model's head dimension;
+        # local layers (sliding windows, Llama 4's chunks) at their window's kernel length
+        # (plan/attention_rate.py)
+        r_fwd, r_bwd = chunk_attention_rates(
+            ctx.hw, kernel, ctx.job.seq_len, cp, ctx.peak16_flops, m
         )
-        fwd = flops / (rate * f_fwd)
-        bwd = ATTENTION_BWD_FLOP_FACTOR * flops / (rate * f_bwd)
+        fwd = flops / (rate * r_fwd.fraction)
+        bwd = ATTENTION_BWD_FLOP_FACTOR * flops / (rate * r_bwd.fraction)
         return fwd, bwd
     # unfused: two batched GEMMs over the full s x s scores plus the softmax/dropout traffic
     s = int(ctx.job.seq_len / cp)
